@@ -1,0 +1,36 @@
+EXTENSION = job_state
+MODULE_big = job_state
+OBJS = \
+	src/job_state.o \
+	src/spi.o \
+	src/token.o \
+	src/fsm.o \
+	src/submit.o \
+	src/claim.o \
+	src/lease.o \
+	src/complete.o \
+	src/retry.o \
+	src/budget.o \
+	src/fence.o \
+	src/queue.o
+
+DATA = $(wildcard sql/$(EXTENSION)--*.sql)
+
+TESTS = $(wildcard test/sql/*.sql)
+REGRESS = $(patsubst test/sql/%.sql,%,$(TESTS))
+REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
+
+ISOLATION = $(patsubst test/specs/%.spec,%,$(wildcard test/specs/*.spec))
+ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
+
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CFLAGS += -Wall -Wmissing-prototypes -Wpointer-arith -Wendif-labels
+ifdef WERROR
+PG_CFLAGS += -Werror -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
+endif
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

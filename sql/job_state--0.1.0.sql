@@ -1,0 +1,501 @@
+/* job_state 0.1.0: install script */
+
+\echo Use "CREATE EXTENSION job_state" to load this file. \quit
+
+/*
+ * Types
+ */
+CREATE TYPE job_state.status AS ENUM
+	('accepted', 'running', 'succeeded', 'failed', 'unknown', 'cancelled');
+COMMENT ON TYPE job_state.status IS
+	'lifecycle of a job: accepted -> running -> succeeded | failed | unknown; see the README for every allowed transition';
+
+CREATE TYPE job_state.error_class AS ENUM
+	('transient', 'throttled', 'permanent', 'unknown');
+COMMENT ON TYPE job_state.error_class IS
+	'why an attempt failed: transient and throttled are retried, permanent ends the job, unknown means the outcome is not known';
+
+CREATE TYPE job_state.claim_token;
+
+CREATE FUNCTION job_state.claim_token_in(pg_catalog.cstring)
+	RETURNS job_state.claim_token
+	AS 'MODULE_PATHNAME', 'js_claim_token_in'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION job_state.claim_token_out(job_state.claim_token)
+	RETURNS pg_catalog.cstring
+	AS 'MODULE_PATHNAME', 'js_claim_token_out'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION job_state.claim_token_recv(pg_catalog.internal)
+	RETURNS job_state.claim_token
+	AS 'MODULE_PATHNAME', 'js_claim_token_recv'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION job_state.claim_token_send(job_state.claim_token)
+	RETURNS pg_catalog.bytea
+	AS 'MODULE_PATHNAME', 'js_claim_token_send'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE job_state.claim_token (
+	INPUT = job_state.claim_token_in,
+	OUTPUT = job_state.claim_token_out,
+	RECEIVE = job_state.claim_token_recv,
+	SEND = job_state.claim_token_send,
+	INTERNALLENGTH = 32,
+	ALIGNMENT = double,
+	STORAGE = plain
+);
+COMMENT ON TYPE job_state.claim_token IS
+	'fencing token of one claim: job id, generation, queue number and a MAC; opaque URL-safe text';
+
+CREATE FUNCTION job_state.token_job(job_state.claim_token)
+	RETURNS pg_catalog.int8
+	AS 'MODULE_PATHNAME', 'js_token_job'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION job_state.token_job(job_state.claim_token) IS
+	'job id carried by a claim token (the MAC is not checked here)';
+
+CREATE FUNCTION job_state.token_generation(job_state.claim_token)
+	RETURNS pg_catalog.int4
+	AS 'MODULE_PATHNAME', 'js_token_generation'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION job_state.token_generation(job_state.claim_token) IS
+	'generation carried by a claim token (the MAC is not checked here)';
+
+CREATE FUNCTION job_state.claim_token_eq(job_state.claim_token, job_state.claim_token)
+	RETURNS pg_catalog.bool
+	AS 'MODULE_PATHNAME', 'js_claim_token_eq'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION job_state.claim_token_eq(job_state.claim_token, job_state.claim_token) IS
+	'equality of claim tokens';
+
+CREATE FUNCTION job_state.claim_token_ne(job_state.claim_token, job_state.claim_token)
+	RETURNS pg_catalog.bool
+	AS 'MODULE_PATHNAME', 'js_claim_token_ne'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION job_state.claim_token_ne(job_state.claim_token, job_state.claim_token) IS
+	'inequality of claim tokens';
+
+CREATE OPERATOR job_state.= (
+	LEFTARG = job_state.claim_token,
+	RIGHTARG = job_state.claim_token,
+	FUNCTION = job_state.claim_token_eq,
+	COMMUTATOR = OPERATOR(job_state.=),
+	NEGATOR = OPERATOR(job_state.<>),
+	RESTRICT = eqsel,
+	JOIN = eqjoinsel
+);
+CREATE OPERATOR job_state.<> (
+	LEFTARG = job_state.claim_token,
+	RIGHTARG = job_state.claim_token,
+	FUNCTION = job_state.claim_token_ne,
+	COMMUTATOR = OPERATOR(job_state.<>),
+	NEGATOR = OPERATOR(job_state.=),
+	RESTRICT = neqsel,
+	JOIN = neqjoinsel
+);
+
+/*
+ * The MAC secret.  Readable only by the extension owner; the oldest row is
+ * the one in use, so a restored dump (which brings the old row back) keeps
+ * old tokens valid.
+ */
+CREATE FUNCTION job_state.new_secret()
+	RETURNS pg_catalog.bytea
+	AS 'MODULE_PATHNAME', 'js_new_secret'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION job_state.new_secret() IS
+	'32 bytes from the strong random source, used once as the MAC key';
+
+CREATE TABLE job_state.secret (
+	created_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	key pg_catalog.bytea NOT NULL CHECK (pg_catalog.length(key) >= 32)
+);
+COMMENT ON TABLE job_state.secret IS
+	'per-database MAC key for claim tokens; the oldest row is used';
+INSERT INTO job_state.secret (key) VALUES (job_state.new_secret());
+
+/*
+ * Queues: small configuration table, one row per queue.
+ */
+CREATE SEQUENCE job_state.queue_id_seq AS pg_catalog.int4;
+
+CREATE TABLE job_state.queue (
+	name pg_catalog.text PRIMARY KEY
+		CHECK (pg_catalog.length(name) BETWEEN 1 AND 128),
+	id pg_catalog.int4 NOT NULL UNIQUE
+		DEFAULT pg_catalog.nextval('job_state.queue_id_seq'),
+	lease pg_catalog.interval NOT NULL DEFAULT '5 min'
+		CHECK (lease > '0'),
+	max_lease pg_catalog.interval NOT NULL DEFAULT '12 hours'
+		CHECK (max_lease > '0'),
+	retry_interval pg_catalog.interval NOT NULL DEFAULT '2 s'
+		CHECK (retry_interval >= '0'),
+	backoff_rate pg_catalog.float8 NOT NULL DEFAULT 2.0
+		CHECK (backoff_rate >= 1.0 AND backoff_rate <= 1000.0),
+	max_retries pg_catalog.int4 NOT NULL DEFAULT 3
+		CHECK (max_retries >= 0),
+	max_delay pg_catalog.interval NOT NULL DEFAULT '30 s'
+		CHECK (max_delay >= '0'),
+	jitter pg_catalog.text NOT NULL DEFAULT 'full'
+		CHECK (jitter IN ('full', 'none')),
+	max_attempts pg_catalog.int4
+		CHECK (max_attempts > 0),
+	on_lease_expiry pg_catalog.text NOT NULL DEFAULT 'unknown'
+		CHECK (on_lease_expiry IN ('unknown', 'retry')),
+	concurrency_limit pg_catalog.int4
+		CHECK (concurrency_limit > 0),
+	per_key_limit pg_catalog.int4
+		CHECK (per_key_limit > 0),
+	paused pg_catalog.bool NOT NULL DEFAULT false,
+	created_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE job_state.queue IS
+	'one row per queue: lease, retry policy, limits; written by create_queue and alter_queue';
+
+/*
+ * Jobs.  The primary key leads with the queue (the distribution key should
+ * the schema ever be spread out); ids come from one sequence.
+ */
+CREATE SEQUENCE job_state.job_id_seq AS pg_catalog.int8;
+
+CREATE TABLE job_state.job (
+	queue pg_catalog.text NOT NULL,
+	id pg_catalog.int8 NOT NULL DEFAULT pg_catalog.nextval('job_state.job_id_seq'),
+	status job_state.status NOT NULL DEFAULT 'accepted',
+	generation pg_catalog.int4 NOT NULL DEFAULT 0,
+	attempts pg_catalog.int4 NOT NULL DEFAULT 0,
+	retries pg_catalog.int4 NOT NULL DEFAULT 0,
+	throttles pg_catalog.int4 NOT NULL DEFAULT 0,
+	idempotency_key pg_catalog.text
+		CHECK (pg_catalog.octet_length(idempotency_key) BETWEEN 1 AND 255),
+	input pg_catalog.jsonb NOT NULL,
+	input_hash pg_catalog.bytea NOT NULL,
+	result pg_catalog.jsonb,
+	last_error pg_catalog.jsonb,
+	error_class job_state.error_class,
+	reason pg_catalog.text,
+	priority pg_catalog.int4 NOT NULL DEFAULT 0,
+	run_after pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	deadline pg_catalog.timestamptz,
+	max_attempts pg_catalog.int4 CHECK (max_attempts > 0),
+	budget pg_catalog.jsonb,
+	spent pg_catalog.jsonb NOT NULL DEFAULT '{}',
+	resource pg_catalog.text,
+	concurrency_key pg_catalog.text
+		CHECK (pg_catalog.octet_length(concurrency_key) BETWEEN 1 AND 255),
+	cancel_requested pg_catalog.bool NOT NULL DEFAULT false,
+	lease_expires_at pg_catalog.timestamptz,
+	worker pg_catalog.text,
+	accepted_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	started_at pg_catalog.timestamptz,
+	finished_at pg_catalog.timestamptz,
+	PRIMARY KEY (queue, id)
+) WITH (fillfactor = 80,
+		autovacuum_vacuum_scale_factor = 0.01,
+		autovacuum_vacuum_insert_scale_factor = 0.01,
+		autovacuum_analyze_scale_factor = 0.02);
+COMMENT ON TABLE job_state.job IS
+	'one row per job; every write is checked by the job_state_fsm trigger';
+
+CREATE UNIQUE INDEX job_idempotency_key ON job_state.job (queue, idempotency_key)
+	WHERE idempotency_key IS NOT NULL;
+CREATE INDEX job_ready ON job_state.job (queue, priority DESC, run_after, id)
+	WHERE status = 'accepted';
+CREATE INDEX job_lease ON job_state.job (queue, lease_expires_at)
+	WHERE status = 'running';
+CREATE INDEX job_id ON job_state.job (id);
+CREATE INDEX job_finished ON job_state.job (queue, finished_at)
+	WHERE status IN ('succeeded', 'failed', 'cancelled', 'unknown');
+
+/*
+ * Every state change, written by the job_state_event trigger.
+ */
+CREATE TABLE job_state.job_event (
+	queue pg_catalog.text NOT NULL,
+	job_id pg_catalog.int8 NOT NULL,
+	seq pg_catalog.int8 GENERATED BY DEFAULT AS IDENTITY,
+	from_status job_state.status,
+	to_status job_state.status NOT NULL,
+	generation pg_catalog.int4 NOT NULL,
+	at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	detail pg_catalog.jsonb
+) WITH (autovacuum_vacuum_insert_scale_factor = 0.05);
+COMMENT ON TABLE job_state.job_event IS
+	'append-only history of job state changes (from_status is NULL for the submit)';
+CREATE INDEX job_event_job ON job_state.job_event (queue, job_id);
+
+/*
+ * Helpers used inside our own statements.
+ */
+CREATE FUNCTION job_state.retry_delay(retry_interval pg_catalog.interval,
+	backoff_rate pg_catalog.float8, max_delay pg_catalog.interval,
+	jitter pg_catalog.text, retry pg_catalog.int4)
+	RETURNS pg_catalog.interval
+	AS 'MODULE_PATHNAME', 'js_retry_delay'
+	LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION job_state.retry_delay(pg_catalog.interval, pg_catalog.float8,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4) IS
+	'wait before the given retry (1 = first): min(retry_interval * backoff_rate^(retry-1), max_delay), drawn uniformly from [0, that] with full jitter';
+
+CREATE FUNCTION job_state.budget_exhausted(budget pg_catalog.jsonb,
+	spent pg_catalog.jsonb)
+	RETURNS pg_catalog.bool
+	AS 'MODULE_PATHNAME', 'js_budget_exhausted'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION job_state.budget_exhausted(pg_catalog.jsonb, pg_catalog.jsonb) IS
+	'true when some meter of budget has a spent amount at or above its limit';
+
+/*
+ * Triggers
+ */
+CREATE FUNCTION job_state.job_fsm_trigger()
+	RETURNS trigger
+	AS 'MODULE_PATHNAME', 'js_job_fsm_trigger'
+	LANGUAGE C;
+COMMENT ON FUNCTION job_state.job_fsm_trigger() IS
+	'enforces the state machine and the forward-only counters on job_state.job';
+
+CREATE FUNCTION job_state.job_event_trigger()
+	RETURNS trigger
+	AS 'MODULE_PATHNAME', 'js_job_event_trigger'
+	LANGUAGE C;
+COMMENT ON FUNCTION job_state.job_event_trigger() IS
+	'records every state change of job_state.job in job_state.job_event';
+
+CREATE FUNCTION job_state.job_truncate_trigger()
+	RETURNS trigger
+	AS 'MODULE_PATHNAME', 'js_job_truncate_trigger'
+	LANGUAGE C;
+COMMENT ON FUNCTION job_state.job_truncate_trigger() IS
+	'refuses TRUNCATE of job_state.job while it holds live jobs';
+
+CREATE FUNCTION job_state.append_only_trigger()
+	RETURNS trigger
+	AS 'MODULE_PATHNAME', 'js_append_only_trigger'
+	LANGUAGE C;
+COMMENT ON FUNCTION job_state.append_only_trigger() IS
+	'keeps job_state.job_event append-only: rows leave only with their job, through purge';
+
+CREATE TRIGGER job_state_fsm
+	BEFORE INSERT OR UPDATE OR DELETE ON job_state.job
+	FOR EACH ROW EXECUTE FUNCTION job_state.job_fsm_trigger();
+CREATE TRIGGER job_state_event
+	AFTER INSERT OR UPDATE ON job_state.job
+	FOR EACH ROW EXECUTE FUNCTION job_state.job_event_trigger();
+CREATE TRIGGER job_state_truncate
+	BEFORE TRUNCATE ON job_state.job
+	FOR EACH STATEMENT EXECUTE FUNCTION job_state.job_truncate_trigger();
+CREATE TRIGGER job_state_append_only
+	BEFORE UPDATE OR DELETE ON job_state.job_event
+	FOR EACH ROW EXECUTE FUNCTION job_state.append_only_trigger();
+CREATE TRIGGER job_state_append_only_truncate
+	BEFORE TRUNCATE ON job_state.job_event
+	FOR EACH STATEMENT EXECUTE FUNCTION job_state.append_only_trigger();
+
+/* session_replication_role = replica must not switch the rules off */
+ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_fsm;
+ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_event;
+ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_truncate;
+ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only;
+ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only_truncate;
+
+/*
+ * Queue administration
+ */
+CREATE FUNCTION job_state.create_queue(
+	name pg_catalog.text,
+	lease pg_catalog.interval DEFAULT '5 min',
+	max_lease pg_catalog.interval DEFAULT '12 hours',
+	retry_interval pg_catalog.interval DEFAULT '2 s',
+	backoff_rate pg_catalog.float8 DEFAULT 2.0,
+	max_retries pg_catalog.int4 DEFAULT 3,
+	max_delay pg_catalog.interval DEFAULT '30 s',
+	jitter pg_catalog.text DEFAULT 'full',
+	max_attempts pg_catalog.int4 DEFAULT NULL,
+	on_lease_expiry pg_catalog.text DEFAULT 'unknown',
+	concurrency_limit pg_catalog.int4 DEFAULT NULL,
+	per_key_limit pg_catalog.int4 DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_create_queue'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4) IS
+	'creates a queue with its lease, retry policy (AWS Step Functions semantics) and limits';
+
+CREATE FUNCTION job_state.alter_queue(
+	name pg_catalog.text,
+	lease pg_catalog.interval DEFAULT NULL,
+	max_lease pg_catalog.interval DEFAULT NULL,
+	retry_interval pg_catalog.interval DEFAULT NULL,
+	backoff_rate pg_catalog.float8 DEFAULT NULL,
+	max_retries pg_catalog.int4 DEFAULT NULL,
+	max_delay pg_catalog.interval DEFAULT NULL,
+	jitter pg_catalog.text DEFAULT NULL,
+	max_attempts pg_catalog.int4 DEFAULT NULL,
+	on_lease_expiry pg_catalog.text DEFAULT NULL,
+	concurrency_limit pg_catalog.int4 DEFAULT NULL,
+	per_key_limit pg_catalog.int4 DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_alter_queue'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4) IS
+	'changes the options it is given (a NULL argument keeps the current value)';
+
+CREATE FUNCTION job_state.pause_queue(name pg_catalog.text)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_pause_queue'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.pause_queue(pg_catalog.text) IS
+	'stops claims from the queue (submits are still accepted)';
+
+CREATE FUNCTION job_state.resume_queue(name pg_catalog.text)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_resume_queue'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.resume_queue(pg_catalog.text) IS
+	'lets claims take jobs from a paused queue again';
+
+/*
+ * Jobs
+ */
+CREATE FUNCTION job_state.submit(
+	queue pg_catalog.text,
+	input pg_catalog.jsonb,
+	idempotency_key pg_catalog.text DEFAULT NULL,
+	run_after pg_catalog.timestamptz DEFAULT NULL,
+	priority pg_catalog.int4 DEFAULT 0,
+	max_attempts pg_catalog.int4 DEFAULT NULL,
+	deadline pg_catalog.timestamptz DEFAULT NULL,
+	budget pg_catalog.jsonb DEFAULT NULL,
+	resource pg_catalog.text DEFAULT NULL,
+	concurrency_key pg_catalog.text DEFAULT NULL)
+	RETURNS TABLE(job_id pg_catalog.int8, created pg_catalog.bool,
+		status job_state.status)
+	AS 'MODULE_PATHNAME', 'js_submit'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.submit(pg_catalog.text, pg_catalog.jsonb,
+	pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int4, pg_catalog.int4,
+	pg_catalog.timestamptz, pg_catalog.jsonb, pg_catalog.text, pg_catalog.text) IS
+	'accepts a job; the same idempotency key with the same input returns the existing job, with another input fails with JS002';
+
+CREATE FUNCTION job_state.claim(
+	queue pg_catalog.text,
+	worker pg_catalog.text,
+	lease pg_catalog.interval DEFAULT NULL,
+	max_jobs pg_catalog.int4 DEFAULT 1)
+	RETURNS TABLE(token job_state.claim_token, job_id pg_catalog.int8,
+		attempt pg_catalog.int4, input pg_catalog.jsonb,
+		deadline pg_catalog.timestamptz)
+	AS 'MODULE_PATHNAME', 'js_claim'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.claim(pg_catalog.text, pg_catalog.text,
+	pg_catalog.interval, pg_catalog.int4) IS
+	'takes up to max_jobs ready jobs without waiting on rows other claimers hold; each comes with a fencing token';
+
+CREATE FUNCTION job_state.heartbeat(
+	token job_state.claim_token,
+	extend pg_catalog.interval DEFAULT NULL)
+	RETURNS TABLE(lease_expires_at pg_catalog.timestamptz,
+		cancel_requested pg_catalog.bool)
+	AS 'MODULE_PATHNAME', 'js_heartbeat'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.heartbeat(job_state.claim_token, pg_catalog.interval) IS
+	'extends the lease of a running job (never past started_at + max_lease) and reports a cancel request';
+
+CREATE FUNCTION job_state.assert_claim(token job_state.claim_token)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_assert_claim'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.assert_claim(job_state.claim_token) IS
+	'fails with JS001 unless the token is the current claim, and holds the job row until the transaction ends so no re-claim can commit meanwhile';
+
+CREATE FUNCTION job_state.succeed(
+	token job_state.claim_token,
+	result pg_catalog.jsonb DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_succeed'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.succeed(job_state.claim_token, pg_catalog.jsonb) IS
+	'completes the claimed job with its result; a token of an older generation fails with JS001';
+
+CREATE FUNCTION job_state.succeed_many(
+	tokens job_state.claim_token[],
+	results pg_catalog.jsonb[] DEFAULT NULL)
+	RETURNS TABLE(token job_state.claim_token, outcome pg_catalog.text)
+	AS 'MODULE_PATHNAME', 'js_succeed_many'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.succeed_many(job_state.claim_token[], pg_catalog.jsonb[]) IS
+	'completes a batch in one statement; each token is fenced on its own and reported as succeeded or stale';
+
+CREATE FUNCTION job_state.fail(
+	token job_state.claim_token,
+	class job_state.error_class,
+	error pg_catalog.jsonb DEFAULT NULL,
+	retry_after pg_catalog.interval DEFAULT NULL)
+	RETURNS job_state.status
+	AS 'MODULE_PATHNAME', 'js_fail'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.fail(job_state.claim_token, job_state.error_class,
+	pg_catalog.jsonb, pg_catalog.interval) IS
+	'ends an attempt: transient/throttled retry by the queue policy while limits allow, permanent fails, unknown goes to reconciliation';
+
+CREATE FUNCTION job_state.reconcile(
+	job_id pg_catalog.int8,
+	outcome job_state.status,
+	detail pg_catalog.jsonb DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_reconcile'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.reconcile(pg_catalog.int8, job_state.status, pg_catalog.jsonb) IS
+	'resolves an unknown job to succeeded, failed or accepted (run again)';
+
+CREATE FUNCTION job_state.sweep()
+	RETURNS pg_catalog.int4
+	AS 'MODULE_PATHNAME', 'js_sweep'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.sweep() IS
+	'applies lease expiry in every queue now and returns how many jobs it moved';
+
+/*
+ * Privileges: nothing for PUBLIC; see the README for the role recipe.
+ */
+REVOKE ALL ON ALL TABLES IN SCHEMA job_state FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA job_state FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA job_state FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+	job_state.claim_token_in(pg_catalog.cstring),
+	job_state.claim_token_out(job_state.claim_token),
+	job_state.claim_token_recv(pg_catalog.internal),
+	job_state.claim_token_send(job_state.claim_token),
+	job_state.claim_token_eq(job_state.claim_token, job_state.claim_token),
+	job_state.claim_token_ne(job_state.claim_token, job_state.claim_token),
+	job_state.token_job(job_state.claim_token),
+	job_state.token_generation(job_state.claim_token)
+	TO PUBLIC;
+
+/*
+ * pg_dump keeps the data (the secret too, so tokens survive a restore).
+ */
+SELECT pg_catalog.pg_extension_config_dump('job_state.secret', '');
+SELECT pg_catalog.pg_extension_config_dump('job_state.queue', '');
+SELECT pg_catalog.pg_extension_config_dump('job_state.job', '');
+SELECT pg_catalog.pg_extension_config_dump('job_state.job_event', '');
+SELECT pg_catalog.pg_extension_config_dump('job_state.queue_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('job_state.job_id_seq', '');

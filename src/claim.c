@@ -1,0 +1,264 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim.c
+ *	  claim, heartbeat and assert_claim: taking a job and holding on to it.
+ *
+ * claim picks ready jobs with FOR NO KEY UPDATE SKIP LOCKED, so it never
+ * waits on rows other claimers hold, and moves them to running in the same
+ * statement; the job trigger bumps generation and attempts.  A picked job
+ * whose attempts, deadline or budget are used up becomes failed instead
+ * (reason attempts_exhausted, deadline_exceeded or budget_exhausted) and
+ * claim looks for more.  Before picking, claim applies lease expiry in the
+ * queue (lease.c), so an idle sweeper is never needed for correctness.
+ *
+ * Locks: the row locks of the jobs it takes (and of the leases it expires).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/tuplestore.h"
+
+#include "job_state.h"
+
+PG_FUNCTION_INFO_V1(js_claim);
+PG_FUNCTION_INFO_V1(js_heartbeat);
+PG_FUNCTION_INFO_V1(js_assert_claim);
+
+static JsPlan queue_plan = {
+	"SELECT id, LEAST(COALESCE($2, lease), max_lease),"
+	"  paused FROM job_state.queue WHERE name = $1",
+	2, {TEXTOID, INTERVALOID}
+};
+
+/*
+ * $1 queue, $2 how many, $3 worker, $4 lease.  The exhaustion checks run on
+ * the locked (latest) row version; the UPDATE re-checks the status.
+ */
+static JsPlan claim_plan = {
+	"WITH c AS ("
+	"  SELECT j.queue, j.id,"
+	"   CASE WHEN j.max_attempts IS NOT NULL"
+	"         AND j.attempts OPERATOR(pg_catalog.>=) j.max_attempts"
+	"        THEN 'attempts_exhausted'"
+	"        WHEN j.deadline OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+	"        THEN 'deadline_exceeded'"
+	"        WHEN j.budget IS NOT NULL"
+	"         AND job_state.budget_exhausted(j.budget, j.spent)"
+	"        THEN 'budget_exhausted' END AS used_up"
+	"  FROM job_state.job j"
+	"  WHERE j.queue = $1 AND j.status = 'accepted'"
+	"   AND j.run_after OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+	"  ORDER BY j.priority DESC, j.run_after, j.id"
+	"  LIMIT $2"
+	"  FOR NO KEY UPDATE OF j SKIP LOCKED"
+	"), u AS ("
+	"  UPDATE job_state.job j SET"
+	"   status = CASE WHEN c.used_up IS NULL THEN 'running'"
+	"            ELSE 'failed' END::job_state.status,"
+	"   reason = c.used_up,"
+	"   worker = $3,"
+	"   lease_expires_at = CASE WHEN c.used_up IS NULL"
+	"    THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4 END"
+	"  FROM c"
+	"  WHERE j.queue = c.queue AND j.id = c.id AND j.status = 'accepted'"
+	"  RETURNING j.id, j.generation, j.attempts, j.input, j.deadline,"
+	"   j.status, j.priority, j.run_after"
+	")"
+	" SELECT id, generation, attempts, input, deadline,"
+	"  status OPERATOR(pg_catalog.=) 'running'"
+	" FROM u ORDER BY priority DESC, run_after, id",
+	4, {TEXTOID, INT4OID, TEXTOID, INTERVALOID}
+};
+
+Datum
+js_claim(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *queue;
+	int32		max_jobs;
+	int32		queue_id;
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	int			claimed = 0;
+	bool		isnull;
+
+	JsRefuseNull(fcinfo, 0, "queue");
+	JsRefuseNull(fcinfo, 1, "worker");
+	JsRefuseNull(fcinfo, 3, "max_jobs");
+	queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	max_jobs = PG_GETARG_INT32(3);
+	if (max_jobs < 1 || max_jobs > 10000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_jobs must be between 1 and 10000"),
+				 errdetail("The value given is %d.", max_jobs)));
+	if (!PG_ARGISNULL(2) && !JsIntervalPositive(PG_GETARG_INTERVAL_P(2)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lease must be positive")));
+
+	JsInitMaterialized(fcinfo);
+	SPI_connect();
+
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[1] = PG_ARGISNULL(2) ? 'n' : ' ';
+	if (JsExecute(&queue_plan, values, nulls, true, 1) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("queue \"%s\" does not exist", queue),
+				 errhint("Create it with job_state.create_queue().")));
+	queue_id = JsGetInt32(0, 1, NULL);
+	values[3] = JsGetDatumCopy(0, 2, &isnull);
+	if (JsGetBool(0, 3))
+	{
+		/* paused: expire leases, take nothing */
+		JsExpireLeases(queue);
+		SPI_finish();
+		return (Datum) 0;
+	}
+
+	JsExpireLeases(queue);
+
+	values[0] = PG_GETARG_DATUM(0);
+	values[2] = PG_GETARG_DATUM(1);
+	nulls[1] = ' ';
+	for (;;)
+	{
+		SPITupleTable *tt;
+		int			n;
+		int			i;
+		int			used_up = 0;
+
+		values[1] = Int32GetDatum(max_jobs - claimed);
+		n = JsExecute(&claim_plan, values, nulls, false, 0);
+		/* minting may run SPI (first use of the secret): keep our result */
+		tt = SPI_tuptable;
+		for (i = 0; i < n; i++)
+		{
+			HeapTuple	row = tt->vals[i];
+			Datum		out[5];
+			bool		outnulls[5];
+			bool		isnull;
+			int64		job_id;
+			int32		generation;
+
+			if (!DatumGetBool(SPI_getbinval(row, tt->tupdesc, 6, &isnull)))
+			{
+				used_up++;
+				continue;
+			}
+			job_id = DatumGetInt64(SPI_getbinval(row, tt->tupdesc, 1, &isnull));
+			generation = DatumGetInt32(SPI_getbinval(row, tt->tupdesc, 2, &isnull));
+			out[0] = ClaimTokenGetDatum(JsTokenMint(job_id, generation, queue_id));
+			outnulls[0] = false;
+			out[1] = Int64GetDatum(job_id);
+			outnulls[1] = false;
+			out[2] = SPI_getbinval(row, tt->tupdesc, 3, &outnulls[2]);
+			out[3] = SPI_getbinval(row, tt->tupdesc, 4, &outnulls[3]);
+			out[4] = SPI_getbinval(row, tt->tupdesc, 5, &outnulls[4]);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
+			claimed++;
+		}
+		/* jobs that turned out used up left room: look for more */
+		if (used_up == 0 || claimed >= max_jobs)
+			break;
+	}
+
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * heartbeat: $1 queue, $2 job, $3 generation, $4 extend (NULL: the queue's
+ * lease).  Never past started_at + max_lease; a lease that already ran out
+ * is not revived.
+ */
+static JsPlan heartbeat_plan = {
+	"UPDATE job_state.job j SET lease_expires_at = LEAST("
+	"   pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
+	"    LEAST(COALESCE($4, q.lease), q.max_lease),"
+	"   j.started_at OPERATOR(pg_catalog.+) q.max_lease)"
+	" FROM job_state.queue q"
+	" WHERE j.queue = $1 AND j.id = $2 AND j.generation = $3"
+	"  AND j.status = 'running'"
+	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+	"  AND q.name = j.queue"
+	" RETURNING j.lease_expires_at, j.cancel_requested",
+	4, {TEXTOID, INT8OID, INT4OID, INTERVALOID}
+};
+
+Datum
+js_heartbeat(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	JsClaimToken *token;
+	const char *queue;
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum		out[2];
+	bool		outnulls[2] = {false, false};
+
+	JsRefuseNull(fcinfo, 0, "token");
+	token = PG_GETARG_CLAIM_TOKEN(0);
+	if (!PG_ARGISNULL(1) && !JsIntervalPositive(PG_GETARG_INTERVAL_P(1)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("extend must be positive")));
+
+	JsInitMaterialized(fcinfo);
+	SPI_connect();
+	queue = JsTokenCheck(token);
+
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int64GetDatum(token->job_id);
+	values[2] = Int32GetDatum(token->generation);
+	values[3] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[3] = PG_ARGISNULL(1) ? 'n' : ' ';
+	if (JsExecute(&heartbeat_plan, values, nulls, false, 0) != 1)
+		JsRefuseToken(queue, token, "heartbeat");
+
+	out[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &outnulls[0]);
+	out[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &outnulls[1]);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * assert_claim: the token must be the job's current claim (running, or
+ * unknown after a lease expiry, whose late completion is still accepted).
+ * The row lock lasts until the caller's transaction ends: lease expiry and
+ * claim skip locked rows, so no newer claim can commit meanwhile.
+ */
+static JsPlan assert_plan = {
+	"SELECT 1 FROM job_state.job"
+	" WHERE queue = $1 AND id = $2 AND generation = $3"
+	"  AND status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
+	" FOR NO KEY UPDATE",
+	3, {TEXTOID, INT8OID, INT4OID}
+};
+
+Datum
+js_assert_claim(PG_FUNCTION_ARGS)
+{
+	JsClaimToken *token;
+	const char *queue;
+	Datum		values[3];
+
+	JsRefuseNull(fcinfo, 0, "token");
+	token = PG_GETARG_CLAIM_TOKEN(0);
+
+	SPI_connect();
+	queue = JsTokenCheck(token);
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int64GetDatum(token->job_id);
+	values[2] = Int32GetDatum(token->generation);
+	if (JsExecute(&assert_plan, values, NULL, false, 0) != 1)
+		JsRefuseToken(queue, token, "assert_claim");
+	SPI_finish();
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,426 @@
+/*-------------------------------------------------------------------------
+ *
+ * complete.c
+ *	  Ending an attempt: succeed, succeed_many and fail (fenced by the
+ *	  token), and reconcile (an operator resolving an unknown job).
+ *
+ * Every UPDATE here carries the token's generation and the statuses it
+ * acts on (running, or unknown: a late completion that carries the current
+ * generation resolves it) in its own WHERE clause, so a stale worker, a
+ * sweeper or a re-claim can never be overwritten.  fail locks the row
+ * first, decides in C (retry.c, budget.c) and writes with the same fence.
+ *
+ * Locks: the job's row lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/tuplestore.h"
+
+#include "job_state.h"
+
+PG_FUNCTION_INFO_V1(js_succeed);
+PG_FUNCTION_INFO_V1(js_succeed_many);
+PG_FUNCTION_INFO_V1(js_fail);
+PG_FUNCTION_INFO_V1(js_reconcile);
+
+#define FENCE \
+	" WHERE queue = $1 AND id = $2 AND generation = $3" \
+	"  AND status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
+
+static JsPlan succeed_plan = {
+	"UPDATE job_state.job SET status = 'succeeded', result = $4, reason = NULL"
+	FENCE,
+	4, {TEXTOID, INT8OID, INT4OID, JSONBOID}
+};
+
+/* label of an enum value */
+static char *
+JsEnumLabel(Datum value)
+{
+	return DatumGetCString(DirectFunctionCall1(enum_out, value));
+}
+
+Datum
+js_succeed(PG_FUNCTION_ARGS)
+{
+	JsClaimToken *token;
+	const char *queue;
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+
+	JsRefuseNull(fcinfo, 0, "token");
+	token = PG_GETARG_CLAIM_TOKEN(0);
+
+	SPI_connect();
+	queue = JsTokenCheck(token);
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int64GetDatum(token->job_id);
+	values[2] = Int32GetDatum(token->generation);
+	values[3] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[3] = PG_ARGISNULL(1) ? 'n' : ' ';
+	if (JsExecute(&succeed_plan, values, nulls, false, 0) != 1)
+		JsRefuseToken(queue, token, "succeed");
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * succeed_many: one statement for the whole batch; each token fenced on its
+ * own.
+ */
+static JsPlan succeed_many_plan = {
+	"WITH t AS (SELECT * FROM pg_catalog.unnest($1, $2, $3, $4)"
+	"  AS t(queue, id, generation, result))"
+	" UPDATE job_state.job j SET status = 'succeeded', result = t.result,"
+	"  reason = NULL"
+	" FROM t"
+	" WHERE j.queue = t.queue AND j.id = t.id AND j.generation = t.generation"
+	"  AND j.status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
+	" RETURNING j.id",
+	4, {TEXTARRAYOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID}
+};
+
+static int
+JsCompareInt64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+Datum
+js_succeed_many(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ArrayType  *tokens_arr;
+	Datum	   *tokens;
+	bool	   *token_nulls;
+	int			ntokens;
+	Datum	   *results = NULL;
+	bool	   *result_nulls = NULL;
+	int			nresults = 0;
+	Datum	   *queues;
+	Datum	   *ids;
+	Datum	   *gens;
+	Datum		values[4];
+	int64	   *done;
+	int			ndone;
+	int			i;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	JsRefuseNull(fcinfo, 0, "tokens");
+	tokens_arr = PG_GETARG_ARRAYTYPE_P(0);
+	if (ARR_NDIM(tokens_arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tokens must be a one-dimensional array")));
+	get_typlenbyvalalign(ARR_ELEMTYPE(tokens_arr), &typlen, &typbyval, &typalign);
+	deconstruct_array(tokens_arr, ARR_ELEMTYPE(tokens_arr), typlen, typbyval,
+					  typalign, &tokens, &token_nulls, &ntokens);
+	if (!PG_ARGISNULL(1))
+	{
+		ArrayType  *results_arr = PG_GETARG_ARRAYTYPE_P(1);
+
+		if (ARR_NDIM(results_arr) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("results must be a one-dimensional array")));
+		deconstruct_array(results_arr, JSONBOID, -1, false, TYPALIGN_INT,
+						  &results, &result_nulls, &nresults);
+		if (nresults != ntokens)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("succeed_many needs one result per token"),
+					 errdetail("There are %d tokens and %d results.", ntokens, nresults),
+					 errhint("Pass NULL results to store no result, or an array as long as tokens.")));
+	}
+
+	JsInitMaterialized(fcinfo);
+	if (ntokens == 0)
+		return (Datum) 0;
+
+	SPI_connect();
+	queues = palloc(sizeof(Datum) * ntokens);
+	ids = palloc(sizeof(Datum) * ntokens);
+	gens = palloc(sizeof(Datum) * ntokens);
+	for (i = 0; i < ntokens; i++)
+	{
+		JsClaimToken *token;
+
+		if (token_nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("tokens must not contain nulls"),
+					 errdetail("Element %d is null.", i + 1)));
+		token = DatumGetClaimToken(tokens[i]);
+		/* the MAC of every token is checked before anything is written */
+		queues[i] = CStringGetTextDatum(JsTokenCheck(token));
+		ids[i] = Int64GetDatum(token->job_id);
+		gens[i] = Int32GetDatum(token->generation);
+	}
+
+	values[0] = PointerGetDatum(construct_array(queues, ntokens, TEXTOID, -1, false, TYPALIGN_INT));
+	values[1] = PointerGetDatum(construct_array(ids, ntokens, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[2] = PointerGetDatum(construct_array(gens, ntokens, INT4OID, 4, true, TYPALIGN_INT));
+	if (results != NULL)
+	{
+		int			dims[1] = {ntokens};
+		int			lbs[1] = {1};
+
+		values[3] = PointerGetDatum(construct_md_array(results, result_nulls, 1, dims, lbs,
+													   JSONBOID, -1, false, TYPALIGN_INT));
+	}
+	else
+	{
+		int			dims[1] = {ntokens};
+		int			lbs[1] = {1};
+		bool	   *allnull = palloc(sizeof(bool) * ntokens);
+		Datum	   *none = palloc0(sizeof(Datum) * ntokens);
+
+		memset(allnull, true, sizeof(bool) * ntokens);
+		values[3] = PointerGetDatum(construct_md_array(none, allnull, 1, dims, lbs,
+													   JSONBOID, -1, false, TYPALIGN_INT));
+	}
+
+	ndone = JsExecute(&succeed_many_plan, values, NULL, false, 0);
+	done = palloc(sizeof(int64) * Max(ndone, 1));
+	for (i = 0; i < ndone; i++)
+		done[i] = JsGetInt64(i, 1, NULL);
+	qsort(done, ndone, sizeof(int64), JsCompareInt64);
+
+	for (i = 0; i < ntokens; i++)
+	{
+		int64		id = DatumGetInt64(ids[i]);
+		Datum		out[2];
+		bool		outnulls[2] = {false, false};
+
+		out[0] = tokens[i];
+		out[1] = CStringGetTextDatum(bsearch(&id, done, ndone, sizeof(int64),
+											 JsCompareInt64) ? "succeeded" : "stale");
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * fail
+ */
+static JsPlan fail_read_plan = {
+	"SELECT j.attempts, j.max_attempts, j.deadline, j.retries,"
+	"  j.cancel_requested, j.budget, j.spent, q.max_retries,"
+	"  q.retry_interval, q.backoff_rate, q.max_delay,"
+	"  q.jitter OPERATOR(pg_catalog.=) 'full'"
+	" FROM job_state.job j JOIN job_state.queue q ON q.name = j.queue"
+	" WHERE j.queue = $1 AND j.id = $2 AND j.generation = $3"
+	"  AND j.status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
+	" FOR NO KEY UPDATE OF j",
+	3, {TEXTOID, INT8OID, INT4OID}
+};
+
+/* $4 status, $5 reason, $6 error, $7 class, $8 run_after, $9 +retries, $10 +throttles */
+static JsPlan fail_write_plan = {
+	"UPDATE job_state.job SET status = $4::job_state.status,"
+	"  reason = CASE WHEN $4 = 'cancelled' THEN reason ELSE $5 END,"
+	"  last_error = $6, error_class = $7::job_state.error_class,"
+	"  run_after = COALESCE($8, run_after),"
+	"  retries = retries OPERATOR(pg_catalog.+) $9,"
+	"  throttles = throttles OPERATOR(pg_catalog.+) $10"
+	FENCE
+	" RETURNING status",
+	10, {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
+	TIMESTAMPTZOID, INT4OID, INT4OID}
+};
+
+Datum
+js_fail(PG_FUNCTION_ARGS)
+{
+	JsClaimToken *token;
+	const char *queue;
+	char	   *class;
+	Datum		values[10];
+	char		nulls[10];
+	bool		isnull;
+	const char *status;
+	const char *reason = NULL;
+	TimestampTz run_after = 0;
+	bool		retry = false;
+	bool		throttled;
+	Datum		result;
+
+	JsRefuseNull(fcinfo, 0, "token");
+	JsRefuseNull(fcinfo, 1, "class");
+	token = PG_GETARG_CLAIM_TOKEN(0);
+	class = JsEnumLabel(PG_GETARG_DATUM(1));
+	throttled = strcmp(class, "throttled") == 0;
+	if (!PG_ARGISNULL(3))
+	{
+		Interval   *after = PG_GETARG_INTERVAL_P(3);
+
+		if (!JsIntervalPositive(after) &&
+			(after->time != 0 || after->day != 0 || after->month != 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("retry_after must not be negative")));
+	}
+
+	SPI_connect();
+	queue = JsTokenCheck(token);
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int64GetDatum(token->job_id);
+	values[2] = Int32GetDatum(token->generation);
+	if (JsExecute(&fail_read_plan, values, nulls, false, 0) != 1)
+		JsRefuseToken(queue, token, "fail");
+
+	if (strcmp(class, "permanent") == 0)
+	{
+		status = "failed";
+		reason = "permanent_error";
+	}
+	else if (strcmp(class, "unknown") == 0)
+	{
+		status = "unknown";
+		reason = "outcome_unknown";
+	}
+	else
+	{
+		int32		attempts = JsGetInt32(0, 1, NULL);
+		bool		no_max;
+		int32		max_attempts = JsGetInt32(0, 2, &no_max);
+		bool		no_deadline;
+		TimestampTz deadline = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+																 SPI_tuptable->tupdesc,
+																 3, &no_deadline));
+		int32		retries = JsGetInt32(0, 4, NULL);
+		Datum		budget = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &isnull);
+		bool		no_budget = isnull;
+		Datum		spent = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull);
+		int32		max_retries = JsGetInt32(0, 8, NULL);
+		Interval   *wait;
+
+		if (!PG_ARGISNULL(3))
+			wait = PG_GETARG_INTERVAL_P(3);
+		else
+			wait = JsRetryDelay(DatumGetIntervalP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 9, &isnull)),
+								DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 10, &isnull)),
+								DatumGetIntervalP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 11, &isnull)),
+								JsGetBool(0, 12),
+								retries + 1);
+		run_after = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+															TimestampTzGetDatum(GetCurrentTimestamp()),
+															IntervalPGetDatum(wait)));
+
+		/* exhaustion, in the order attempts, deadline, budget, retries */
+		if (!no_max && attempts >= max_attempts)
+			reason = "attempts_exhausted";
+		else if (!no_deadline && run_after >= deadline)
+			reason = "deadline_exceeded";
+		else if (!no_budget &&
+				 JsBudgetExhaustedMeter(DatumGetJsonbP(budget), DatumGetJsonbP(spent)) != NULL)
+			reason = "budget_exhausted";
+		else if (retries >= max_retries)
+			reason = "retries_exhausted";
+		else
+			retry = true;
+		status = retry ? "accepted" : "failed";
+	}
+
+	/* a requested cancel wins over anything but an unknown outcome */
+	if (JsGetBool(0, 5) && strcmp(status, "unknown") != 0)
+	{
+		status = "cancelled";
+		retry = false;
+	}
+
+	values[3] = CStringGetTextDatum(status);
+	if (reason != NULL)
+		values[4] = CStringGetTextDatum(reason);
+	else
+		nulls[4] = 'n';
+	values[5] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[5] = PG_ARGISNULL(2) ? 'n' : ' ';
+	values[6] = CStringGetTextDatum(class);
+	values[7] = TimestampTzGetDatum(run_after);
+	nulls[7] = retry ? ' ' : 'n';
+	values[8] = Int32GetDatum(retry ? 1 : 0);
+	values[9] = Int32GetDatum(retry && throttled ? 1 : 0);
+
+	if (JsExecute(&fail_write_plan, values, nulls, false, 0) != 1)
+		JsRefuseToken(queue, token, "fail");
+	result = JsGetDatumCopy(0, 1, &isnull);
+	SPI_finish();
+	PG_RETURN_DATUM(result);
+}
+
+/*
+ * reconcile: an operator resolves an unknown job.
+ */
+static JsPlan reconcile_plan = {
+	"UPDATE job_state.job SET status = $2::job_state.status,"
+	"  reason = 'reconciled',"
+	"  result = CASE WHEN $2 = 'succeeded' THEN COALESCE($3, result)"
+	"           ELSE result END,"
+	"  last_error = CASE WHEN $2 = 'failed' THEN COALESCE($3, last_error)"
+	"               ELSE last_error END,"
+	"  run_after = CASE WHEN $2 = 'accepted' THEN pg_catalog.now()"
+	"              ELSE run_after END"
+	" WHERE id = $1 AND status = 'unknown'",
+	3, {INT8OID, TEXTOID, JSONBOID}
+};
+
+static JsPlan job_status_plan = {
+	"SELECT status::pg_catalog.text FROM job_state.job WHERE id = $1",
+	1, {INT8OID}
+};
+
+Datum
+js_reconcile(PG_FUNCTION_ARGS)
+{
+	int64		job_id;
+	char	   *outcome;
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+
+	JsRefuseNull(fcinfo, 0, "job_id");
+	JsRefuseNull(fcinfo, 1, "outcome");
+	job_id = PG_GETARG_INT64(0);
+	outcome = JsEnumLabel(PG_GETARG_DATUM(1));
+	if (strcmp(outcome, "succeeded") != 0 && strcmp(outcome, "failed") != 0 &&
+		strcmp(outcome, "accepted") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("reconcile outcome must be succeeded, failed or accepted"),
+				 errdetail("The outcome given is %s.", outcome)));
+
+	SPI_connect();
+	values[0] = Int64GetDatum(job_id);
+	values[1] = CStringGetTextDatum(outcome);
+	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	if (JsExecute(&reconcile_plan, values, nulls, false, 0) == 0)
+	{
+		if (JsExecute(&job_status_plan, values, NULL, true, 1) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+					 errmsg("job %lld does not exist", (long long) job_id)));
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("job %lld is %s, not unknown", (long long) job_id,
+						JsGetText(0, 1)),
+				 errdetail("Only a job whose outcome is unknown can be reconciled."),
+				 errhint("Use job_state.redrive() to run a failed or cancelled job again.")));
+	}
+	SPI_finish();
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,730 @@
+/*-------------------------------------------------------------------------
+ *
+ * fsm.c
+ *	  The job state machine and the triggers that enforce it on every
+ *	  write to job_state.job, raw SQL included.
+ *
+ * job_state_fsm (BEFORE ROW, ENABLE ALWAYS) validates without SPI:
+ *	- INSERT only as 'accepted' with zeroed counters; input_hash is computed
+ *	  here from the input, so it can never disagree with it;
+ *	- UPDATE only along the transition table below; queue, id, key, input
+ *	  and input_hash never change; generation, attempts, throttles and spent
+ *	  amounts never decrease; retries fall back to 0 only on a re-run out of
+ *	  failed/unknown/cancelled; a succeeded job is final;
+ *	- entering 'running' bumps generation and attempts, stamps started_at and
+ *	  refuses a start beyond max_attempts (JS005) or after the deadline
+ *	  (JS006), both judged by the database clock;
+ *	- re-running a failed, unknown or cancelled job bumps the generation, so
+ *	  every older token dies at once;
+ *	- DELETE only of finished jobs (succeeded, failed, cancelled), and only
+ *	  through purge().
+ * job_state_event (AFTER ROW) appends to job_state.job_event whenever the
+ * status or the generation changes.  TRUNCATE is refused while live jobs
+ * exist.  job_state.restore (superuser only) lets a dump be replayed.
+ *
+ * The triggers take no locks beyond those of the statement that fires them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_enum.h"
+#include "commands/trigger.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/numeric.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "job_state.h"
+
+PG_FUNCTION_INFO_V1(js_job_fsm_trigger);
+PG_FUNCTION_INFO_V1(js_job_event_trigger);
+PG_FUNCTION_INFO_V1(js_job_truncate_trigger);
+PG_FUNCTION_INFO_V1(js_append_only_trigger);
+
+bool		js_purging = false;
+
+const char *const js_status_names[JS_NUM_STATUS] = {
+	"accepted", "running", "succeeded", "failed", "unknown", "cancelled"
+};
+
+#define A JS_ACCEPTED
+#define R JS_RUNNING
+#define S JS_SUCCEEDED
+#define F JS_FAILED
+#define U JS_UNKNOWN
+#define C JS_CANCELLED
+
+/* allowed[from][to]; a status may always stay what it is */
+static const bool js_transitions[JS_NUM_STATUS][JS_NUM_STATUS] = {
+	/* to:          A      R      S      F      U      C */
+	[A] = {true, true, false, true, false, true},
+	[R] = {true, true, true, true, true, true},
+	[S] = {false, false, true, false, false, false},
+	[F] = {true, false, false, true, false, false},
+	[U] = {true, false, true, true, true, true},
+	[C] = {true, false, false, false, false, true},
+};
+
+#undef A
+#undef R
+#undef S
+#undef F
+#undef U
+#undef C
+
+bool
+JsTransitionAllowed(JsStatus from, JsStatus to)
+{
+	return js_transitions[from][to];
+}
+
+JsStatus
+JsStatusFromName(const char *name)
+{
+	int			i;
+
+	for (i = 0; i < JS_NUM_STATUS; i++)
+		if (strcmp(js_status_names[i], name) == 0)
+			return (JsStatus) i;
+	elog(ERROR, "job_state: unknown status \"%s\"", name);
+	pg_unreachable();
+}
+
+static bool
+JsStatusFinished(JsStatus s)
+{
+	return s == JS_SUCCEEDED || s == JS_FAILED || s == JS_CANCELLED;
+}
+
+/*
+ * Attribute numbers of the job table and the OIDs of the status labels,
+ * looked up once per relation.
+ */
+typedef struct JsJobColumns
+{
+	Oid			relid;
+	Oid			status_oids[JS_NUM_STATUS];
+	int			queue;
+	int			id;
+	int			status;
+	int			generation;
+	int			attempts;
+	int			retries;
+	int			throttles;
+	int			idempotency_key;
+	int			input;
+	int			input_hash;
+	int			reason;
+	int			deadline;
+	int			max_attempts;
+	int			budget;
+	int			spent;
+	int			cancel_requested;
+	int			lease_expires_at;
+	int			worker;
+	int			started_at;
+	int			finished_at;
+} JsJobColumns;
+
+static JsJobColumns js_cols;
+
+static int
+JsColumn(TupleDesc tupdesc, const char *name)
+{
+	int			attnum = SPI_fnumber(tupdesc, name);
+
+	if (attnum <= 0)
+		elog(ERROR, "job_state: column job.%s is missing", name);
+	return attnum;
+}
+
+static const JsJobColumns *
+JsJobColumnsFor(Relation rel)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	Oid			status_type;
+	int			i;
+
+	if (js_cols.relid == RelationGetRelid(rel))
+		return &js_cols;
+
+	js_cols.queue = JsColumn(tupdesc, "queue");
+	js_cols.id = JsColumn(tupdesc, "id");
+	js_cols.status = JsColumn(tupdesc, "status");
+	js_cols.generation = JsColumn(tupdesc, "generation");
+	js_cols.attempts = JsColumn(tupdesc, "attempts");
+	js_cols.retries = JsColumn(tupdesc, "retries");
+	js_cols.throttles = JsColumn(tupdesc, "throttles");
+	js_cols.idempotency_key = JsColumn(tupdesc, "idempotency_key");
+	js_cols.input = JsColumn(tupdesc, "input");
+	js_cols.input_hash = JsColumn(tupdesc, "input_hash");
+	js_cols.reason = JsColumn(tupdesc, "reason");
+	js_cols.deadline = JsColumn(tupdesc, "deadline");
+	js_cols.max_attempts = JsColumn(tupdesc, "max_attempts");
+	js_cols.budget = JsColumn(tupdesc, "budget");
+	js_cols.spent = JsColumn(tupdesc, "spent");
+	js_cols.cancel_requested = JsColumn(tupdesc, "cancel_requested");
+	js_cols.lease_expires_at = JsColumn(tupdesc, "lease_expires_at");
+	js_cols.worker = JsColumn(tupdesc, "worker");
+	js_cols.started_at = JsColumn(tupdesc, "started_at");
+	js_cols.finished_at = JsColumn(tupdesc, "finished_at");
+
+	status_type = TupleDescAttr(tupdesc, js_cols.status - 1)->atttypid;
+	for (i = 0; i < JS_NUM_STATUS; i++)
+	{
+		js_cols.status_oids[i] =
+			GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
+							ObjectIdGetDatum(status_type),
+							CStringGetDatum(js_status_names[i]));
+		if (!OidIsValid(js_cols.status_oids[i]))
+			elog(ERROR, "job_state: status \"%s\" is missing", js_status_names[i]);
+	}
+	js_cols.relid = RelationGetRelid(rel);
+	return &js_cols;
+}
+
+static JsStatus
+JsTupleStatus(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc)
+{
+	bool		isnull;
+	Oid			label;
+	int			i;
+
+	label = DatumGetObjectId(heap_getattr(tuple, cols->status, tupdesc, &isnull));
+	for (i = 0; i < JS_NUM_STATUS; i++)
+		if (cols->status_oids[i] == label)
+			return (JsStatus) i;
+	elog(ERROR, "job_state: unexpected status label %u", label);
+	pg_unreachable();
+}
+
+static int32
+JsTupleInt32(HeapTuple tuple, TupleDesc tupdesc, int attnum, bool *isnull)
+{
+	Datum		d = heap_getattr(tuple, attnum, tupdesc, isnull);
+
+	return *isnull ? 0 : DatumGetInt32(d);
+}
+
+static int64
+JsTupleJobId(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc)
+{
+	bool		isnull;
+
+	return DatumGetInt64(heap_getattr(tuple, cols->id, tupdesc, &isnull));
+}
+
+/* same value, looking through TOAST when the raw datums differ */
+static bool
+JsSameValue(HeapTuple a, HeapTuple b, TupleDesc tupdesc, int attnum)
+{
+	Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
+	bool		null_a;
+	bool		null_b;
+	Datum		da = heap_getattr(a, attnum, tupdesc, &null_a);
+	Datum		db = heap_getattr(b, attnum, tupdesc, &null_b);
+
+	if (null_a || null_b)
+		return null_a == null_b;
+	if (datumIsEqual(da, db, att->attbyval, att->attlen))
+		return true;
+	if (att->attlen == -1)
+	{
+		struct varlena *va = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(da));
+		struct varlena *vb = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(db));
+
+		return VARSIZE_ANY_EXHDR(va) == VARSIZE_ANY_EXHDR(vb) &&
+			memcmp(VARDATA_ANY(va), VARDATA_ANY(vb), VARSIZE_ANY_EXHDR(va)) == 0;
+	}
+	return false;
+}
+
+static void
+JsRefuseChange(int64 job_id, const char *column)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+			 errmsg("column \"%s\" of job %lld cannot change", column,
+					(long long) job_id),
+			 errdetail("A job's queue, id, idempotency key and input are fixed at submit."),
+			 errhint("Submit a new job instead.")));
+}
+
+static void
+JsRefuseDecrease(int64 job_id, const char *column, int64 oldval, int64 newval)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+			 errmsg("%s of job %lld cannot go back", column, (long long) job_id),
+			 errdetail("It is %lld; the update would make it %lld.",
+					   (long long) oldval, (long long) newval)));
+}
+
+/*
+ * Every meter in the old spent object must be in the new one with an
+ * amount that is not smaller.
+ */
+static void
+JsCheckSpentForward(int64 job_id, Jsonb *oldspent, Jsonb *newspent)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	if (!JB_ROOT_IS_OBJECT(oldspent) || !JB_ROOT_IS_OBJECT(newspent))
+	{
+		if (JB_ROOT_IS_OBJECT(newspent))
+			return;
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("spent of job %lld must be a JSON object", (long long) job_id)));
+	}
+
+	it = JsonbIteratorInit(&oldspent->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		JsonbValue	key;
+		JsonbValue *newval;
+
+		if (tok != WJB_KEY)
+			continue;
+		key = v;
+		tok = JsonbIteratorNext(&it, &v, true);
+		if (v.type != jbvNumeric)
+			continue;
+		newval = getKeyJsonValueFromContainer(&newspent->root, key.val.string.val,
+											  key.val.string.len, NULL);
+		if (newval == NULL || newval->type != jbvNumeric ||
+			DatumGetInt32(DirectFunctionCall2(numeric_cmp,
+											  NumericGetDatum(newval->val.numeric),
+											  NumericGetDatum(v.val.numeric))) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+					 errmsg("spent amount \"%.*s\" of job %lld cannot go back",
+							key.val.string.len, key.val.string.val,
+							(long long) job_id),
+					 errdetail("It is %s.",
+							   DatumGetCString(DirectFunctionCall1(numeric_out,
+																   NumericGetDatum(v.val.numeric))))));
+	}
+}
+
+static HeapTuple
+JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	JsStatus	status = JsTupleStatus(cols, tuple, tupdesc);
+	int64		job_id = JsTupleJobId(cols, tuple, tupdesc);
+	bool		isnull;
+	int			col;
+	Datum		hash;
+	bool		hash_null = false;
+	Datum		input;
+
+	if (status != JS_ACCEPTED)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("job %lld cannot be inserted as %s", (long long) job_id,
+						js_status_names[status]),
+				 errdetail("Every job starts as accepted."),
+				 errhint("Use job_state.submit().")));
+
+	for (col = 0; col < 4; col++)
+	{
+		int			attnum = col == 0 ? cols->generation :
+			col == 1 ? cols->attempts :
+			col == 2 ? cols->retries : cols->throttles;
+
+		if (JsTupleInt32(tuple, tupdesc, attnum, &isnull) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+					 errmsg("job %lld must be inserted with %s 0", (long long) job_id,
+							NameStr(TupleDescAttr(tupdesc, attnum - 1)->attname)),
+					 errhint("Use job_state.submit().")));
+	}
+
+	input = heap_getattr(tuple, cols->input, tupdesc, &isnull);
+	if (isnull)
+		return tuple;			/* the NOT NULL constraint will object */
+	hash = PointerGetDatum(JsInputHash(DatumGetJsonbP(input)));
+	return heap_modify_tuple_by_cols(tuple, tupdesc, 1, (int *) &cols->input_hash,
+									 &hash, &hash_null);
+}
+
+static void
+JsCheckDelete(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	JsStatus	status = JsTupleStatus(cols, tuple, tupdesc);
+	int64		job_id = JsTupleJobId(cols, tuple, tupdesc);
+
+	if (!JsStatusFinished(status))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("job %lld is %s and cannot be deleted", (long long) job_id,
+						js_status_names[status]),
+				 errdetail("Only succeeded, failed or cancelled jobs can be deleted."),
+				 errhint("Cancel or reconcile the job first, then use job_state.purge().")));
+	if (!js_purging)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("job %lld can only be deleted by job_state.purge()",
+						(long long) job_id),
+				 errhint("Use job_state.purge(older_than).")));
+}
+
+static HeapTuple
+JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
+			  HeapTuple newtup)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	JsStatus	from = JsTupleStatus(cols, oldtup, tupdesc);
+	JsStatus	to = JsTupleStatus(cols, newtup, tupdesc);
+	int64		job_id = JsTupleJobId(cols, oldtup, tupdesc);
+	TimestampTz now = GetCurrentTimestamp();
+	int			setcols[8];
+	Datum		setvals[8];
+	bool		setnulls[8];
+	int			nset = 0;
+	bool		isnull;
+	int32		old_gen;
+	int32		new_gen;
+	int32		old_attempts;
+	int32		new_attempts;
+	int32		v_old;
+	int32		v_new;
+	bool		rerun;
+
+#define SET_COLUMN(attnum, value, isnull_) \
+	do { setcols[nset] = (attnum); setvals[nset] = (value); \
+		 setnulls[nset] = (isnull_); nset++; } while (0)
+
+	/* fixed columns */
+	if (!JsSameValue(oldtup, newtup, tupdesc, cols->queue))
+		JsRefuseChange(job_id, "queue");
+	if (!JsSameValue(oldtup, newtup, tupdesc, cols->id))
+		JsRefuseChange(job_id, "id");
+	if (!JsSameValue(oldtup, newtup, tupdesc, cols->idempotency_key))
+		JsRefuseChange(job_id, "idempotency_key");
+	if (!JsSameValue(oldtup, newtup, tupdesc, cols->input))
+		JsRefuseChange(job_id, "input");
+	if (!JsSameValue(oldtup, newtup, tupdesc, cols->input_hash))
+		JsRefuseChange(job_id, "input_hash");
+
+	if (from == JS_SUCCEEDED)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("job %lld has succeeded and cannot change", (long long) job_id),
+				 errdetail("succeeded is a final state.")));
+
+	if (!js_transitions[from][to])
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("job %lld cannot go from %s to %s", (long long) job_id,
+						js_status_names[from], js_status_names[to]),
+				 errdetail("The job is %s; the update asks for %s.",
+						   js_status_names[from], js_status_names[to]),
+				 errhint("See the state diagram in the job_state README.")));
+
+	/* forward-only counters */
+	old_gen = JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull);
+	new_gen = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
+	if (new_gen < old_gen)
+		JsRefuseDecrease(job_id, "generation", old_gen, new_gen);
+	old_attempts = JsTupleInt32(oldtup, tupdesc, cols->attempts, &isnull);
+	new_attempts = JsTupleInt32(newtup, tupdesc, cols->attempts, &isnull);
+	if (new_attempts < old_attempts)
+		JsRefuseDecrease(job_id, "attempts", old_attempts, new_attempts);
+	v_old = JsTupleInt32(oldtup, tupdesc, cols->throttles, &isnull);
+	v_new = JsTupleInt32(newtup, tupdesc, cols->throttles, &isnull);
+	if (v_new < v_old)
+		JsRefuseDecrease(job_id, "throttles", v_old, v_new);
+
+	/* a re-run out of failed, unknown or cancelled: reconcile or redrive */
+	rerun = to == JS_ACCEPTED &&
+		(from == JS_FAILED || from == JS_UNKNOWN || from == JS_CANCELLED);
+	v_old = JsTupleInt32(oldtup, tupdesc, cols->retries, &isnull);
+	v_new = JsTupleInt32(newtup, tupdesc, cols->retries, &isnull);
+	if (v_new < v_old && !(rerun && v_new == 0))
+		JsRefuseDecrease(job_id, "retries", v_old, v_new);
+
+	if (!JsSameValue(oldtup, newtup, tupdesc, cols->spent))
+	{
+		Datum		olds = heap_getattr(oldtup, cols->spent, tupdesc, &isnull);
+		Datum		news;
+
+		if (!isnull)
+		{
+			news = heap_getattr(newtup, cols->spent, tupdesc, &isnull);
+			if (!isnull)
+				JsCheckSpentForward(job_id, DatumGetJsonbP(olds), DatumGetJsonbP(news));
+		}
+	}
+
+	if (from != to && to == JS_RUNNING)
+	{
+		int32		max_attempts;
+		Datum		deadline;
+		Datum		budget;
+
+		max_attempts = JsTupleInt32(newtup, tupdesc, cols->max_attempts, &isnull);
+		if (!isnull && old_attempts >= max_attempts)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ATTEMPTS_EXHAUSTED),
+					 errmsg("job %lld has used all its attempts", (long long) job_id),
+					 errdetail("It has made %d of %d attempts.", old_attempts, max_attempts),
+					 errhint("Redrive it with extra_attempts to run it again.")));
+		deadline = heap_getattr(newtup, cols->deadline, tupdesc, &isnull);
+		if (!isnull && DatumGetTimestampTz(deadline) <= now)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_DEADLINE_EXCEEDED),
+					 errmsg("job %lld is past its deadline", (long long) job_id),
+					 errdetail("The deadline was %s.",
+							   timestamptz_to_str(DatumGetTimestampTz(deadline))),
+					 errhint("Redrive it with new_deadline to run it again.")));
+		budget = heap_getattr(newtup, cols->budget, tupdesc, &isnull);
+		if (!isnull)
+		{
+			Datum		spent = heap_getattr(newtup, cols->spent, tupdesc, &isnull);
+			char	   *meter = JsBudgetExhaustedMeter(DatumGetJsonbP(budget),
+													   isnull ? NULL : DatumGetJsonbP(spent));
+
+			if (meter != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_JS_BUDGET_EXCEEDED),
+						 errmsg("job %lld has used up its budget", (long long) job_id),
+						 errdetail("Meter \"%s\" has reached its limit.", meter),
+						 errhint("Redrive it with extra_budget to run it again.")));
+		}
+		(void) heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("a running job needs lease_expires_at"),
+					 errdetail("Job %lld would start without a lease.", (long long) job_id),
+					 errhint("Use job_state.claim().")));
+
+		SET_COLUMN(cols->generation, Int32GetDatum(old_gen + 1), false);
+		SET_COLUMN(cols->attempts, Int32GetDatum(old_attempts + 1), false);
+		SET_COLUMN(cols->started_at, TimestampTzGetDatum(now), false);
+		SET_COLUMN(cols->finished_at, (Datum) 0, true);
+		SET_COLUMN(cols->cancel_requested, BoolGetDatum(false), false);
+	}
+	else if (from != to && rerun)
+	{
+		SET_COLUMN(cols->generation, Int32GetDatum(old_gen + 1), false);
+		SET_COLUMN(cols->finished_at, (Datum) 0, true);
+		SET_COLUMN(cols->cancel_requested, BoolGetDatum(false), false);
+	}
+	else if (from != to && to != JS_ACCEPTED)
+		SET_COLUMN(cols->finished_at, TimestampTzGetDatum(now), false);
+
+	if (to != JS_RUNNING)
+	{
+		(void) heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
+		if (!isnull)
+			SET_COLUMN(cols->lease_expires_at, (Datum) 0, true);
+	}
+
+#undef SET_COLUMN
+
+	if (nset == 0)
+		return newtup;
+	return heap_modify_tuple_by_cols(newtup, tupdesc, nset, setcols,
+									 setvals, setnulls);
+}
+
+Datum
+js_job_fsm_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	const JsJobColumns *cols;
+	TriggerEvent event;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "job_state_fsm: not called by trigger manager");
+	event = trigdata->tg_event;
+	if (!TRIGGER_FIRED_BEFORE(event) || !TRIGGER_FIRED_FOR_ROW(event))
+		elog(ERROR, "job_state_fsm: must be fired before row");
+
+	if (js_restore)
+		return PointerGetDatum(TRIGGER_FIRED_BY_DELETE(event) ?
+							   trigdata->tg_trigtuple :
+							   TRIGGER_FIRED_BY_UPDATE(event) ?
+							   trigdata->tg_newtuple : trigdata->tg_trigtuple);
+
+	cols = JsJobColumnsFor(trigdata->tg_relation);
+
+	if (TRIGGER_FIRED_BY_INSERT(event))
+		return PointerGetDatum(JsCheckInsert(cols, trigdata->tg_relation,
+											 trigdata->tg_trigtuple));
+	if (TRIGGER_FIRED_BY_DELETE(event))
+	{
+		JsCheckDelete(cols, trigdata->tg_relation, trigdata->tg_trigtuple);
+		return PointerGetDatum(trigdata->tg_trigtuple);
+	}
+	if (TRIGGER_FIRED_BY_UPDATE(event))
+		return PointerGetDatum(JsCheckUpdate(cols, trigdata->tg_relation,
+											 trigdata->tg_trigtuple,
+											 trigdata->tg_newtuple));
+	elog(ERROR, "job_state_fsm: unexpected event");
+	pg_unreachable();
+}
+
+/*
+ * job_state_event: one job_event row per change of status or generation.
+ */
+static JsPlan event_plan = {
+	"INSERT INTO job_state.job_event"
+	" (queue, job_id, from_status, to_status, generation, detail)"
+	" VALUES ($1, $2, $3::job_state.status, $4::job_state.status, $5,"
+	"  NULLIF(pg_catalog.jsonb_strip_nulls("
+	"   pg_catalog.jsonb_build_object('reason', $6, 'worker', $7)),"
+	"   '{}'::pg_catalog.jsonb))",
+	7, {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID}
+};
+
+Datum
+js_job_event_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TriggerEvent event;
+	const JsJobColumns *cols;
+	TupleDesc	tupdesc;
+	HeapTuple	newtup;
+	JsStatus	to;
+	int			from = -1;
+	Datum		values[7];
+	char		nulls[7];
+	bool		isnull;
+	int32		generation;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "job_state_event: not called by trigger manager");
+	event = trigdata->tg_event;
+	if (!TRIGGER_FIRED_AFTER(event) || !TRIGGER_FIRED_FOR_ROW(event) ||
+		TRIGGER_FIRED_BY_DELETE(event) || TRIGGER_FIRED_BY_TRUNCATE(event))
+		elog(ERROR, "job_state_event: must be fired after insert or update, for each row");
+
+	if (!js_track_events)
+		return PointerGetDatum(NULL);
+
+	cols = JsJobColumnsFor(trigdata->tg_relation);
+	tupdesc = RelationGetDescr(trigdata->tg_relation);
+	newtup = TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
+	to = JsTupleStatus(cols, newtup, tupdesc);
+	generation = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
+
+	if (TRIGGER_FIRED_BY_UPDATE(event))
+	{
+		HeapTuple	oldtup = trigdata->tg_trigtuple;
+
+		from = JsTupleStatus(cols, oldtup, tupdesc);
+		if (from == (int) to &&
+			JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull) == generation)
+			return PointerGetDatum(NULL);
+	}
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
+	values[1] = heap_getattr(newtup, cols->id, tupdesc, &isnull);
+	if (from < 0)
+	{
+		values[2] = (Datum) 0;
+		nulls[2] = 'n';
+	}
+	else
+		values[2] = CStringGetTextDatum(js_status_names[from]);
+	values[3] = CStringGetTextDatum(js_status_names[to]);
+	values[4] = Int32GetDatum(generation);
+	values[5] = heap_getattr(newtup, cols->reason, tupdesc, &isnull);
+	if (isnull)
+		nulls[5] = 'n';
+	values[6] = heap_getattr(newtup, cols->worker, tupdesc, &isnull);
+	if (isnull)
+		nulls[6] = 'n';
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "job_state_event: SPI_connect failed");
+	JsExecute(&event_plan, values, nulls, false, 0);
+	SPI_finish();
+
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * TRUNCATE of job or job_event: only when no job is live.
+ */
+static JsPlan live_job_plan = {
+	"SELECT id FROM job_state.job"
+	" WHERE status OPERATOR(pg_catalog.<>) ALL"
+	"  ('{succeeded,failed,cancelled}'::job_state.status[]) LIMIT 1",
+	0, {0}
+};
+
+Datum
+js_job_truncate_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "job_state_truncate: not called by trigger manager");
+	if (!TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+		elog(ERROR, "job_state_truncate: must be fired by TRUNCATE");
+
+	if (js_restore)
+		return PointerGetDatum(NULL);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "job_state_truncate: SPI_connect failed");
+	if (JsExecute(&live_job_plan, NULL, NULL, true, 1) > 0)
+	{
+		int64		job_id = JsGetInt64(0, 1, NULL);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("cannot truncate %s while jobs are live",
+						RelationGetRelationName(trigdata->tg_relation)),
+				 errdetail("Job %lld is not finished.", (long long) job_id),
+				 errhint("Finished jobs are removed with job_state.purge().")));
+	}
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * job_event is append-only: no UPDATE; DELETE only inside purge(); TRUNCATE
+ * only when no job is live.
+ */
+Datum
+js_append_only_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TriggerEvent event;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "job_state_append_only: not called by trigger manager");
+	event = trigdata->tg_event;
+	if (!TRIGGER_FIRED_BEFORE(event))
+		elog(ERROR, "job_state_append_only: must be fired before the event");
+
+	if (js_restore)
+		return PointerGetDatum(TRIGGER_FIRED_FOR_ROW(event) ? trigdata->tg_trigtuple : NULL);
+
+	if (TRIGGER_FIRED_BY_TRUNCATE(event))
+		return js_job_truncate_trigger(fcinfo);
+	if (TRIGGER_FIRED_BY_DELETE(event) && js_purging)
+		return PointerGetDatum(trigdata->tg_trigtuple);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+			 errmsg("%s is append-only",
+					RelationGetRelationName(trigdata->tg_relation)),
+			 errdetail("History rows are removed only with their job, by job_state.purge().")));
+	pg_unreachable();
+}

@@ -1,0 +1,130 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_state.c
+ *	  Module entry point, GUCs and the argument checks shared by the
+ *	  SQL-callable functions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+#include "utils/tuplestore.h"
+
+#include "job_state.h"
+
+PG_MODULE_MAGIC;
+
+bool		js_track_events = true;
+bool		js_restore = false;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	DefineCustomBoolVariable("job_state.track_events",
+							 "Records every job state change in job_state.job_event.",
+							 NULL,
+							 &js_track_events,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("job_state.restore",
+							 "Lets a restore write job rows as they were dumped.",
+							 "Only for pg_restore or psql replaying a dump; the state machine is not checked while it is on.",
+							 &js_restore,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+#if PG_VERSION_NUM >= 150000
+	MarkGUCPrefixReserved("job_state");
+#else
+	EmitWarningsOnPlaceholders("job_state");
+#endif
+}
+
+/*
+ * Prepare fcinfo for returning rows through a tuplestore (what
+ * InitMaterializedSRF does from PostgreSQL 15 on).
+ */
+void
+JsInitMaterialized(FunctionCallInfo fcinfo)
+{
+#if PG_VERSION_NUM >= 150000
+	InitMaterializedSRF(fcinfo, 0);
+#else
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MemoryContext oldcontext;
+	TupleDesc	tupdesc;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		(rsinfo->allowedModes & SFRM_Materialize) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-valued function called in context that cannot accept a set")));
+
+	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
+	rsinfo->setDesc = CreateTupleDescCopy(tupdesc);
+	MemoryContextSwitchTo(oldcontext);
+#endif
+}
+
+/*
+ * Names of queues, resources, meters and schedules: 1 to 128 characters.
+ */
+void
+JsCheckName(const char *what, const char *name)
+{
+	int			len = pg_mbstrlen(name);
+
+	if (len < 1 || len > 128)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s name must have 1 to 128 characters", what),
+				 errdetail("The name given has %d characters.", len)));
+}
+
+/*
+ * Idempotency keys, operation ids and concurrency keys: 1 to 255 bytes.
+ */
+void
+JsCheckKey(const char *what, const char *key)
+{
+	size_t		len = strlen(key);
+
+	if (len < 1 || len > 255)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must have 1 to 255 bytes", what),
+				 errdetail("The value given has %zu bytes.", len)));
+}
+
+void
+JsRefuseNull(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", argname)));
+}
+
+bool
+JsIntervalPositive(const Interval *span)
+{
+	/* months count as 30 days, as interval comparison does */
+	return ((int128) span->month * 30 * USECS_PER_DAY +
+			(int128) span->day * USECS_PER_DAY + span->time) > 0;
+}

@@ -1,0 +1,121 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_state.h
+ *	  Declarations shared by the files of the job_state extension.
+ *
+ * Conventions: SQL-callable symbols are js_<sqlname>; helpers are Js*.
+ * Every statement on our tables runs through SPI with a plan prepared once
+ * per backend (see spi.c), so constraints and triggers always apply.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef JOB_STATE_H
+#define JOB_STATE_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "errcodes.h"
+
+/* GUCs (job_state.c) */
+extern bool js_track_events;
+extern bool js_restore;
+
+/*
+ * Job statuses, in the order of the job_state.status enum.
+ */
+typedef enum JsStatus
+{
+	JS_ACCEPTED = 0,
+	JS_RUNNING,
+	JS_SUCCEEDED,
+	JS_FAILED,
+	JS_UNKNOWN,
+	JS_CANCELLED,
+	JS_NUM_STATUS
+} JsStatus;
+
+extern const char *const js_status_names[JS_NUM_STATUS];
+
+/* fsm.c */
+extern bool js_purging;
+extern bool JsTransitionAllowed(JsStatus from, JsStatus to);
+extern JsStatus JsStatusFromName(const char *name);
+
+/*
+ * Claim token: fixed 32 bytes, passed by reference.
+ */
+#define JS_TOKEN_MAC_LEN 16
+
+typedef struct JsClaimToken
+{
+	int64		job_id;
+	int32		generation;
+	int32		queue_id;
+	uint8		mac[JS_TOKEN_MAC_LEN];
+} JsClaimToken;
+
+StaticAssertDecl(sizeof(JsClaimToken) == 32, "claim token must be 32 bytes");
+
+#define DatumGetClaimToken(X)		((JsClaimToken *) DatumGetPointer(X))
+#define ClaimTokenGetDatum(X)		PointerGetDatum(X)
+#define PG_GETARG_CLAIM_TOKEN(n)	DatumGetClaimToken(PG_GETARG_DATUM(n))
+#define PG_RETURN_CLAIM_TOKEN(x)	return ClaimTokenGetDatum(x)
+
+/* token.c (SPI must be connected for the functions that read tables) */
+extern JsClaimToken *JsTokenMint(int64 job_id, int32 generation, int32 queue_id);
+extern const char *JsTokenCheck(const JsClaimToken *token);
+extern const char *JsQueueName(int32 queue_id);
+
+/* spi.c: the kept-plan registry */
+#define JS_MAX_PLAN_ARGS 16
+
+typedef struct JsPlan
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[JS_MAX_PLAN_ARGS];
+	SPIPlanPtr	plan;			/* prepared on first use, then kept */
+} JsPlan;
+
+extern int	JsExecute(JsPlan *plan, Datum *values, const char *nulls,
+					  bool read_only, long count);
+extern bool JsGetBool(int row, int col);
+extern int32 JsGetInt32(int row, int col, bool *isnull);
+extern int64 JsGetInt64(int row, int col, bool *isnull);
+extern Datum JsGetDatumCopy(int row, int col, bool *isnull);
+extern char *JsGetText(int row, int col);
+
+/* retry.c */
+extern Interval *JsRetryDelay(const Interval *retry_interval, double backoff_rate,
+							  const Interval *max_delay, bool full_jitter,
+							  int32 retry);
+
+/* fence.c */
+extern void JsRefuseToken(const char *queue, const JsClaimToken *token,
+						  const char *action) pg_attribute_noreturn();
+
+/* budget.c */
+extern void JsCheckBudget(Jsonb *budget);
+extern char *JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent);
+
+/* lease.c */
+extern int	JsExpireLeases(const char *queue);
+
+/* submit.c */
+extern bytea *JsInputHash(Jsonb *input);
+
+/* output of set-returning functions */
+extern void JsInitMaterialized(FunctionCallInfo fcinfo);
+
+/* small argument helpers */
+extern void JsCheckName(const char *what, const char *name);
+extern void JsCheckKey(const char *what, const char *key);
+extern void JsRefuseNull(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern bool JsIntervalPositive(const Interval *span);
+
+#endif							/* JOB_STATE_H */

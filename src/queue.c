@@ -1,0 +1,236 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue.c
+ *	  Queue administration: create_queue, alter_queue, pause_queue and
+ *	  resume_queue.
+ *
+ * Options are checked here, with 22023 and a message that names the
+ * option; the table's CHECK constraints repeat the rules for raw SQL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/builtins.h"
+
+#include "job_state.h"
+
+PG_FUNCTION_INFO_V1(js_create_queue);
+PG_FUNCTION_INFO_V1(js_alter_queue);
+PG_FUNCTION_INFO_V1(js_pause_queue);
+PG_FUNCTION_INFO_V1(js_resume_queue);
+
+#define JS_QUEUE_NARGS 12
+
+/* argument positions, shared by create_queue and alter_queue */
+enum
+{
+	ARG_NAME = 0,
+	ARG_LEASE,
+	ARG_MAX_LEASE,
+	ARG_RETRY_INTERVAL,
+	ARG_BACKOFF_RATE,
+	ARG_MAX_RETRIES,
+	ARG_MAX_DELAY,
+	ARG_JITTER,
+	ARG_MAX_ATTEMPTS,
+	ARG_ON_LEASE_EXPIRY,
+	ARG_CONCURRENCY_LIMIT,
+	ARG_PER_KEY_LIMIT
+};
+
+static const char *const js_queue_args[JS_QUEUE_NARGS] = {
+	"name", "lease", "max_lease", "retry_interval", "backoff_rate",
+	"max_retries", "max_delay", "jitter", "max_attempts", "on_lease_expiry",
+	"concurrency_limit", "per_key_limit"
+};
+
+static JsPlan create_plan = {
+	"INSERT INTO job_state.queue (name, lease, max_lease, retry_interval,"
+	"  backoff_rate, max_retries, max_delay, jitter, max_attempts,"
+	"  on_lease_expiry, concurrency_limit, per_key_limit)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+	" ON CONFLICT (name) DO NOTHING",
+	JS_QUEUE_NARGS,
+	{TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, FLOAT8OID, INT4OID,
+	INTERVALOID, TEXTOID, INT4OID, TEXTOID, INT4OID, INT4OID}
+};
+
+static JsPlan alter_plan = {
+	"UPDATE job_state.queue SET"
+	"  lease = COALESCE($2, lease),"
+	"  max_lease = COALESCE($3, max_lease),"
+	"  retry_interval = COALESCE($4, retry_interval),"
+	"  backoff_rate = COALESCE($5, backoff_rate),"
+	"  max_retries = COALESCE($6, max_retries),"
+	"  max_delay = COALESCE($7, max_delay),"
+	"  jitter = COALESCE($8, jitter),"
+	"  max_attempts = COALESCE($9, max_attempts),"
+	"  on_lease_expiry = COALESCE($10, on_lease_expiry),"
+	"  concurrency_limit = COALESCE($11, concurrency_limit),"
+	"  per_key_limit = COALESCE($12, per_key_limit)"
+	" WHERE name = $1",
+	JS_QUEUE_NARGS,
+	{TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, FLOAT8OID, INT4OID,
+	INTERVALOID, TEXTOID, INT4OID, TEXTOID, INT4OID, INT4OID}
+};
+
+static JsPlan pause_plan = {
+	"UPDATE job_state.queue SET paused = $2 WHERE name = $1",
+	2, {TEXTOID, BOOLOID}
+};
+
+static void
+JsBadOption(const char *option, const char *rule)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("queue option %s %s", option, rule)));
+}
+
+static bool
+JsIntervalNegative(const Interval *span)
+{
+	return !JsIntervalPositive(span) &&
+		(span->time != 0 || span->day != 0 || span->month != 0);
+}
+
+/*
+ * Check the options given; a NULL is refused for create_queue options that
+ * have no "unset" meaning, and means "keep" for alter_queue.
+ */
+static void
+JsCheckQueueOptions(FunctionCallInfo fcinfo, bool creating)
+{
+	int			i;
+
+	JsRefuseNull(fcinfo, ARG_NAME, "name");
+	JsCheckName("queue", text_to_cstring(PG_GETARG_TEXT_PP(ARG_NAME)));
+
+	if (creating)
+		for (i = ARG_LEASE; i <= ARG_ON_LEASE_EXPIRY; i++)
+			if (i != ARG_MAX_ATTEMPTS)
+				JsRefuseNull(fcinfo, i, js_queue_args[i]);
+
+	if (!PG_ARGISNULL(ARG_LEASE) && !JsIntervalPositive(PG_GETARG_INTERVAL_P(ARG_LEASE)))
+		JsBadOption("lease", "must be positive");
+	if (!PG_ARGISNULL(ARG_MAX_LEASE) && !JsIntervalPositive(PG_GETARG_INTERVAL_P(ARG_MAX_LEASE)))
+		JsBadOption("max_lease", "must be positive");
+	if (!PG_ARGISNULL(ARG_RETRY_INTERVAL) && JsIntervalNegative(PG_GETARG_INTERVAL_P(ARG_RETRY_INTERVAL)))
+		JsBadOption("retry_interval", "must not be negative");
+	if (!PG_ARGISNULL(ARG_BACKOFF_RATE))
+	{
+		float8		rate = PG_GETARG_FLOAT8(ARG_BACKOFF_RATE);
+
+		if (!(rate >= 1.0 && rate <= 1000.0))
+			JsBadOption("backoff_rate", "must be between 1.0 and 1000.0");
+	}
+	if (!PG_ARGISNULL(ARG_MAX_RETRIES) && PG_GETARG_INT32(ARG_MAX_RETRIES) < 0)
+		JsBadOption("max_retries", "must not be negative");
+	if (!PG_ARGISNULL(ARG_MAX_DELAY) && JsIntervalNegative(PG_GETARG_INTERVAL_P(ARG_MAX_DELAY)))
+		JsBadOption("max_delay", "must not be negative");
+	if (!PG_ARGISNULL(ARG_JITTER))
+	{
+		char	   *jitter = text_to_cstring(PG_GETARG_TEXT_PP(ARG_JITTER));
+
+		if (strcmp(jitter, "full") != 0 && strcmp(jitter, "none") != 0)
+			JsBadOption("jitter", "must be \"full\" or \"none\"");
+	}
+	if (!PG_ARGISNULL(ARG_MAX_ATTEMPTS) && PG_GETARG_INT32(ARG_MAX_ATTEMPTS) < 1)
+		JsBadOption("max_attempts", "must be at least 1");
+	if (!PG_ARGISNULL(ARG_ON_LEASE_EXPIRY))
+	{
+		char	   *v = text_to_cstring(PG_GETARG_TEXT_PP(ARG_ON_LEASE_EXPIRY));
+
+		if (strcmp(v, "unknown") != 0 && strcmp(v, "retry") != 0)
+			JsBadOption("on_lease_expiry", "must be \"unknown\" or \"retry\"");
+	}
+	if (!PG_ARGISNULL(ARG_CONCURRENCY_LIMIT) && PG_GETARG_INT32(ARG_CONCURRENCY_LIMIT) < 1)
+		JsBadOption("concurrency_limit", "must be at least 1");
+	if (!PG_ARGISNULL(ARG_PER_KEY_LIMIT) && PG_GETARG_INT32(ARG_PER_KEY_LIMIT) < 1)
+		JsBadOption("per_key_limit", "must be at least 1");
+}
+
+static void
+JsQueueArgs(FunctionCallInfo fcinfo, Datum *values, char *nulls)
+{
+	int			i;
+
+	for (i = 0; i < JS_QUEUE_NARGS; i++)
+	{
+		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+	}
+}
+
+static void
+JsNoSuchQueue(FunctionCallInfo fcinfo)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+			 errmsg("queue \"%s\" does not exist",
+					text_to_cstring(PG_GETARG_TEXT_PP(ARG_NAME))),
+			 errhint("Create it with job_state.create_queue().")));
+}
+
+Datum
+js_create_queue(PG_FUNCTION_ARGS)
+{
+	Datum		values[JS_QUEUE_NARGS];
+	char		nulls[JS_QUEUE_NARGS];
+
+	JsCheckQueueOptions(fcinfo, true);
+	JsQueueArgs(fcinfo, values, nulls);
+
+	SPI_connect();
+	if (JsExecute(&create_plan, values, nulls, false, 0) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("queue \"%s\" already exists",
+						text_to_cstring(PG_GETARG_TEXT_PP(ARG_NAME))),
+				 errhint("Use job_state.alter_queue() to change its options.")));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+Datum
+js_alter_queue(PG_FUNCTION_ARGS)
+{
+	Datum		values[JS_QUEUE_NARGS];
+	char		nulls[JS_QUEUE_NARGS];
+
+	JsCheckQueueOptions(fcinfo, false);
+	JsQueueArgs(fcinfo, values, nulls);
+
+	SPI_connect();
+	if (JsExecute(&alter_plan, values, nulls, false, 0) == 0)
+		JsNoSuchQueue(fcinfo);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+static Datum
+JsSetPaused(FunctionCallInfo fcinfo, bool paused)
+{
+	Datum		values[2];
+
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = BoolGetDatum(paused);
+	SPI_connect();
+	if (JsExecute(&pause_plan, values, NULL, false, 0) == 0)
+		JsNoSuchQueue(fcinfo);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+Datum
+js_pause_queue(PG_FUNCTION_ARGS)
+{
+	return JsSetPaused(fcinfo, true);
+}
+
+Datum
+js_resume_queue(PG_FUNCTION_ARGS)
+{
+	return JsSetPaused(fcinfo, false);
+}

@@ -1,0 +1,120 @@
+/*-------------------------------------------------------------------------
+ *
+ * spi.c
+ *	  The kept-plan registry and small accessors for SPI results.
+ *
+ * Each file keeps its statements next to the code that runs them, as
+ * static JsPlan entries.  A plan is prepared the first time a backend runs
+ * it and kept (SPI_keepplan) for the life of the backend; the plan cache
+ * revalidates it if our tables are dropped and created again.  Statements
+ * use fully qualified names and $n parameters only.
+ *
+ * Callers must be connected to SPI.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+
+#include "job_state.h"
+
+static SPIPlanPtr
+JsPreparePlan(JsPlan *plan)
+{
+	SPIPlanPtr	prepared;
+
+	prepared = SPI_prepare(plan->sql, plan->nargs, plan->argtypes);
+	if (prepared == NULL)
+		elog(ERROR, "job_state: SPI_prepare failed: %s",
+			 SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(prepared) != 0)
+		elog(ERROR, "job_state: SPI_keepplan failed");
+	plan->plan = prepared;
+	return prepared;
+}
+
+/*
+ * Run a kept plan; returns SPI_processed.  Any SPI failure is an internal
+ * error: user-facing errors come from the statement itself.
+ */
+int
+JsExecute(JsPlan *plan, Datum *values, const char *nulls, bool read_only,
+		  long count)
+{
+	SPIPlanPtr	prepared = plan->plan;
+	int			rc;
+
+	if (prepared == NULL)
+		prepared = JsPreparePlan(plan);
+
+	rc = SPI_execute_plan(prepared, values, nulls, read_only, count);
+	if (rc < 0)
+		elog(ERROR, "job_state: SPI_execute_plan failed: %s",
+			 SPI_result_code_string(rc));
+	return (int) SPI_processed;
+}
+
+static Datum
+JsGetDatum(int row, int col, bool *isnull)
+{
+	Assert(row >= 0 && (uint64) row < SPI_processed);
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+						 col, isnull);
+}
+
+bool
+JsGetBool(int row, int col)
+{
+	bool		isnull;
+	Datum		d = JsGetDatum(row, col, &isnull);
+
+	return !isnull && DatumGetBool(d);
+}
+
+int32
+JsGetInt32(int row, int col, bool *isnull)
+{
+	bool		null;
+	Datum		d = JsGetDatum(row, col, &null);
+
+	if (isnull)
+		*isnull = null;
+	return null ? 0 : DatumGetInt32(d);
+}
+
+int64
+JsGetInt64(int row, int col, bool *isnull)
+{
+	bool		null;
+	Datum		d = JsGetDatum(row, col, &null);
+
+	if (isnull)
+		*isnull = null;
+	return null ? 0 : DatumGetInt64(d);
+}
+
+/*
+ * A copy of a value in the caller's memory context (upper executor context
+ * when called after SPI_connect, so it survives SPI_finish).
+ */
+Datum
+JsGetDatumCopy(int row, int col, bool *isnull)
+{
+	Datum		d = JsGetDatum(row, col, isnull);
+	Form_pg_attribute att = TupleDescAttr(SPI_tuptable->tupdesc, col - 1);
+
+	if (*isnull)
+		return (Datum) 0;
+	return SPI_datumTransfer(d, att->attbyval, att->attlen);
+}
+
+/* text of a column, palloc'd in the SPI context; NULL for SQL NULL */
+char *
+JsGetText(int row, int col)
+{
+	Assert(row >= 0 && (uint64) row < SPI_processed);
+	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+}
