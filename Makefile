@@ -12,7 +12,8 @@ OBJS = \
 	src/retry.o \
 	src/budget.o \
 	src/fence.o \
-	src/queue.o
+	src/queue.o \
+	src/purge.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 

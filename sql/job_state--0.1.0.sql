@@ -224,6 +224,22 @@ COMMENT ON TABLE job_state.job_event IS
 CREATE INDEX job_event_job ON job_state.job_event (queue, job_id);
 
 /*
+ * Spend as it happened: one row per charge, with the generation of the
+ * token that reported it.
+ */
+CREATE TABLE job_state.spend (
+	queue pg_catalog.text NOT NULL,
+	job_id pg_catalog.int8 NOT NULL,
+	generation pg_catalog.int4 NOT NULL,
+	meter pg_catalog.text NOT NULL,
+	amount pg_catalog.numeric NOT NULL CHECK (amount >= 0),
+	at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+COMMENT ON TABLE job_state.spend IS
+	'ledger of charge() calls; job.spent holds the running totals';
+CREATE INDEX spend_job ON job_state.spend (queue, job_id);
+
+/*
  * Helpers used inside our own statements.
  */
 CREATE FUNCTION job_state.retry_delay(retry_interval pg_catalog.interval,
@@ -287,6 +303,12 @@ CREATE TRIGGER job_state_truncate
 CREATE TRIGGER job_state_append_only
 	BEFORE UPDATE OR DELETE ON job_state.job_event
 	FOR EACH ROW EXECUTE FUNCTION job_state.append_only_trigger();
+CREATE TRIGGER job_state_spend_append_only
+	BEFORE UPDATE OR DELETE ON job_state.spend
+	FOR EACH ROW EXECUTE FUNCTION job_state.append_only_trigger();
+CREATE TRIGGER job_state_spend_append_only_truncate
+	BEFORE TRUNCATE ON job_state.spend
+	FOR EACH STATEMENT EXECUTE FUNCTION job_state.append_only_trigger();
 CREATE TRIGGER job_state_append_only_truncate
 	BEFORE TRUNCATE ON job_state.job_event
 	FOR EACH STATEMENT EXECUTE FUNCTION job_state.append_only_trigger();
@@ -297,6 +319,8 @@ ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_event;
 ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_truncate;
 ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only;
 ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only_truncate;
+ALTER TABLE job_state.spend ENABLE ALWAYS TRIGGER job_state_spend_append_only;
+ALTER TABLE job_state.spend ENABLE ALWAYS TRIGGER job_state_spend_append_only_truncate;
 
 /*
  * Queue administration
@@ -465,6 +489,59 @@ CREATE FUNCTION job_state.reconcile(
 COMMENT ON FUNCTION job_state.reconcile(pg_catalog.int8, job_state.status, pg_catalog.jsonb) IS
 	'resolves an unknown job to succeeded, failed or accepted (run again)';
 
+CREATE FUNCTION job_state.redrive(
+	job_id pg_catalog.int8,
+	extra_attempts pg_catalog.int4 DEFAULT 0,
+	extra_budget pg_catalog.jsonb DEFAULT NULL,
+	new_deadline pg_catalog.timestamptz DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_redrive'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.redrive(pg_catalog.int8, pg_catalog.int4,
+	pg_catalog.jsonb, pg_catalog.timestamptz) IS
+	'runs a failed, unknown or cancelled job again; attempts, deadline and spend carry over, limits rise only by what is passed; old tokens die';
+
+CREATE FUNCTION job_state.cancel(
+	job_id pg_catalog.int8,
+	reason pg_catalog.text DEFAULT NULL)
+	RETURNS pg_catalog.bool
+	AS 'MODULE_PATHNAME', 'js_cancel'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.cancel(pg_catalog.int8, pg_catalog.text) IS
+	'cancels an accepted or unknown job now, or asks a running one to stop; false for succeeded or failed jobs';
+
+CREATE FUNCTION job_state.charge(
+	token job_state.claim_token,
+	meter pg_catalog.text,
+	amount pg_catalog.numeric)
+	RETURNS pg_catalog.numeric
+	AS 'MODULE_PATHNAME', 'js_charge'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.charge(job_state.claim_token, pg_catalog.text, pg_catalog.numeric) IS
+	'records spend that happened (never refused, also from a stale token) and returns what is left of the meter';
+
+CREATE FUNCTION job_state.reserve(
+	token job_state.claim_token,
+	meter pg_catalog.text,
+	amount pg_catalog.numeric)
+	RETURNS pg_catalog.numeric
+	AS 'MODULE_PATHNAME', 'js_reserve'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.reserve(job_state.claim_token, pg_catalog.text, pg_catalog.numeric) IS
+	'checks that a planned spend fits the meter (JS004 if not) and returns what would be left; holds nothing';
+
+CREATE FUNCTION job_state.purge(older_than pg_catalog.interval)
+	RETURNS pg_catalog.int8
+	AS 'MODULE_PATHNAME', 'js_purge'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.purge(pg_catalog.interval) IS
+	'deletes succeeded, failed and cancelled jobs that finished more than older_than ago, with their history';
+
 CREATE FUNCTION job_state.sweep()
 	RETURNS pg_catalog.int4
 	AS 'MODULE_PATHNAME', 'js_sweep'
@@ -472,6 +549,65 @@ CREATE FUNCTION job_state.sweep()
 	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION job_state.sweep() IS
 	'applies lease expiry in every queue now and returns how many jobs it moved';
+
+/*
+ * Observability
+ */
+CREATE FUNCTION job_state.stale_refusals(queue_id pg_catalog.int4)
+	RETURNS pg_catalog.int8
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	AS $$
+	SELECT COALESCE(pg_catalog.pg_sequence_last_value(
+		pg_catalog.to_regclass('job_state.stale_refusals_' OPERATOR(pg_catalog.||) queue_id)), 0)
+	$$;
+COMMENT ON FUNCTION job_state.stale_refusals(pg_catalog.int4) IS
+	'stale-token refusals counted for a queue number (survives the refused transactions'' rollback)';
+
+CREATE VIEW job_state.dead_letters AS
+	SELECT id AS job_id, queue, status, reason, last_error, finished_at
+	  FROM job_state.job
+	 WHERE status IN ('failed', 'unknown');
+COMMENT ON VIEW job_state.dead_letters IS
+	'failed jobs and jobs whose outcome is unknown: candidates for reconcile or redrive';
+
+CREATE VIEW job_state.queue_stats AS
+	SELECT q.name AS queue,
+		   s.accepted, s.running, s.succeeded, s.failed, s.unknown, s.cancelled,
+		   s.oldest_waiting, s.wait_p50, s.wait_p95, s.run_p50, s.run_p95,
+		   s.throttle_rate,
+		   s.failed + s.unknown AS dead_letters,
+		   COALESCE(r.stale_refusals, 0) AS stale_refusals
+	  FROM job_state.queue q
+	  CROSS JOIN LATERAL (
+		SELECT pg_catalog.count(*) FILTER (WHERE j.status = 'accepted') AS accepted,
+			   pg_catalog.count(*) FILTER (WHERE j.status = 'running') AS running,
+			   pg_catalog.count(*) FILTER (WHERE j.status = 'succeeded') AS succeeded,
+			   pg_catalog.count(*) FILTER (WHERE j.status = 'failed') AS failed,
+			   pg_catalog.count(*) FILTER (WHERE j.status = 'unknown') AS unknown,
+			   pg_catalog.count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled,
+			   pg_catalog.now() - pg_catalog.min(j.run_after)
+				 FILTER (WHERE j.status = 'accepted' AND j.run_after <= pg_catalog.now())
+				 AS oldest_waiting,
+			   pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY j.started_at - j.accepted_at)
+				 FILTER (WHERE j.started_at > pg_catalog.now() - '1 hour'::pg_catalog.interval) AS wait_p50,
+			   pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY j.started_at - j.accepted_at)
+				 FILTER (WHERE j.started_at > pg_catalog.now() - '1 hour'::pg_catalog.interval) AS wait_p95,
+			   pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY j.finished_at - j.started_at)
+				 FILTER (WHERE j.status IN ('succeeded', 'failed')
+						 AND j.finished_at > pg_catalog.now() - '1 hour'::pg_catalog.interval) AS run_p50,
+			   pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY j.finished_at - j.started_at)
+				 FILTER (WHERE j.status IN ('succeeded', 'failed')
+						 AND j.finished_at > pg_catalog.now() - '1 hour'::pg_catalog.interval) AS run_p95,
+			   (pg_catalog.sum(j.throttles) FILTER (WHERE j.started_at > pg_catalog.now() - '1 hour'::pg_catalog.interval))::pg_catalog.float8
+				 / NULLIF(pg_catalog.sum(j.attempts) FILTER (WHERE j.started_at > pg_catalog.now() - '1 hour'::pg_catalog.interval), 0)
+				 AS throttle_rate
+		  FROM job_state.job j
+		 WHERE j.queue = q.name) s
+	  CROSS JOIN LATERAL (
+		SELECT job_state.stale_refusals(q.id) AS stale_refusals) r;
+COMMENT ON VIEW job_state.queue_stats IS
+	'one row per queue: jobs per status, oldest waiting age, wait (accept to start) and run time percentiles over the last hour, throttle rate, dead letters and stale-token refusals';
 
 /*
  * Privileges: nothing for PUBLIC; see the README for the role recipe.
@@ -487,7 +623,8 @@ GRANT EXECUTE ON FUNCTION
 	job_state.claim_token_eq(job_state.claim_token, job_state.claim_token),
 	job_state.claim_token_ne(job_state.claim_token, job_state.claim_token),
 	job_state.token_job(job_state.claim_token),
-	job_state.token_generation(job_state.claim_token)
+	job_state.token_generation(job_state.claim_token),
+	job_state.stale_refusals(pg_catalog.int4)
 	TO PUBLIC;
 
 /*
@@ -497,5 +634,6 @@ SELECT pg_catalog.pg_extension_config_dump('job_state.secret', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.queue', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_event', '');
+SELECT pg_catalog.pg_extension_config_dump('job_state.spend', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.queue_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_id_seq', '');

@@ -6,7 +6,11 @@
  *
  * A job whose spent amount of any meter has reached its limit is used up
  * and is never started again.  Spent amounts only grow (the job trigger
- * checks it).
+ * checks it).  charge records spend that happened (never refused, any
+ * MAC-valid token of the job); reserve checks a planned spend against the
+ * limit for the current claim, holding nothing.
+ *
+ * Locks: charge takes the job's row lock.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +23,8 @@
 #include "job_state.h"
 
 PG_FUNCTION_INFO_V1(js_budget_exhausted);
+PG_FUNCTION_INFO_V1(js_charge);
+PG_FUNCTION_INFO_V1(js_reserve);
 
 /*
  * A budget is an object of meter names to limits (numbers >= 0).
@@ -104,4 +110,177 @@ js_budget_exhausted(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	PG_RETURN_BOOL(JsBudgetExhaustedMeter(PG_GETARG_JSONB_P(0),
 										  PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1)) != NULL);
+}
+
+/*
+ * Every meter of extra must be a meter of the job's budget (JS008).
+ */
+void
+JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	it = JsonbIteratorInit(&extra->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok != WJB_KEY)
+			continue;
+		if (budget == NULL ||
+			getKeyJsonValueFromContainer(&budget->root, v.val.string.val,
+										 v.val.string.len, NULL) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+					 errmsg("job %lld has no meter \"%.*s\"", (long long) job_id,
+							v.val.string.len, v.val.string.val),
+					 errhint("Meters are set by the budget argument of submit.")));
+	}
+}
+
+static void
+JsCheckAmount(Numeric amount)
+{
+	if (numeric_is_nan(amount) ||
+		DatumGetBool(DirectFunctionCall2(numeric_lt, NumericGetDatum(amount),
+										 NumericGetDatum(int64_to_numeric(0)))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("amount must be a number of at least 0")));
+}
+
+static void
+JsNoSuchMeter(int64 job_id, const char *meter)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+			 errmsg("job %lld has no meter \"%s\"", (long long) job_id, meter),
+			 errhint("Meters are set by the budget argument of submit.")));
+}
+
+/*
+ * charge: spend that happened.  Any token of the job whose MAC verifies is
+ * accepted, also a stale one: the amount is added to job.spent and logged
+ * with the token's generation in job_state.spend.  Returns what is left
+ * (limit - spent, may be <= 0).
+ */
+static JsPlan charge_plan = {
+	"WITH u AS ("
+	"  UPDATE job_state.job SET spent = pg_catalog.jsonb_set(spent, ARRAY[$3],"
+	"   pg_catalog.to_jsonb(COALESCE((spent OPERATOR(pg_catalog.->>) $3)::pg_catalog.numeric, 0)"
+	"    OPERATOR(pg_catalog.+) $4))"
+	"  WHERE queue = $1 AND id = $2 AND budget OPERATOR(pg_catalog.?) $3"
+	"  RETURNING (budget OPERATOR(pg_catalog.->>) $3)::pg_catalog.numeric"
+	"   OPERATOR(pg_catalog.-) (spent OPERATOR(pg_catalog.->>) $3)::pg_catalog.numeric AS left_over),"
+	" l AS (INSERT INTO job_state.spend (queue, job_id, generation, meter, amount)"
+	"  SELECT $1, $2, $5, $3, $4 FROM u)"
+	" SELECT left_over FROM u",
+	5, {TEXTOID, INT8OID, TEXTOID, NUMERICOID, INT4OID}
+};
+
+static JsPlan job_exists_plan = {
+	"SELECT 1 FROM job_state.job WHERE queue = $1 AND id = $2",
+	2, {TEXTOID, INT8OID}
+};
+
+Datum
+js_charge(PG_FUNCTION_ARGS)
+{
+	JsClaimToken *token;
+	const char *queue;
+	char	   *meter;
+	Datum		values[5];
+	bool		isnull;
+	Datum		left_over;
+
+	JsRefuseNull(fcinfo, 0, "token");
+	JsRefuseNull(fcinfo, 1, "meter");
+	JsRefuseNull(fcinfo, 2, "amount");
+	token = PG_GETARG_CLAIM_TOKEN(0);
+	meter = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	JsCheckAmount(PG_GETARG_NUMERIC(2));
+
+	SPI_connect();
+	queue = JsTokenCheck(token);
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int64GetDatum(token->job_id);
+	values[2] = PG_GETARG_DATUM(1);
+	values[3] = PG_GETARG_DATUM(2);
+	values[4] = Int32GetDatum(token->generation);
+	if (JsExecute(&charge_plan, values, NULL, false, 0) != 1)
+	{
+		if (JsExecute(&job_exists_plan, values, NULL, true, 1) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+					 errmsg("job %lld does not exist", (long long) token->job_id)));
+		JsNoSuchMeter(token->job_id, meter);
+	}
+	left_over = JsGetDatumCopy(0, 1, &isnull);
+	SPI_finish();
+	PG_RETURN_DATUM(left_over);
+}
+
+/*
+ * reserve: checks that a planned spend fits (JS004 if not) for the current
+ * claim.  Nothing is held; returns what would be left after it.
+ */
+static JsPlan reserve_plan = {
+	"SELECT budget OPERATOR(pg_catalog.?) $4,"
+	"  (budget OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric,"
+	"  COALESCE((spent OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric, 0)"
+	" FROM job_state.job"
+	" WHERE queue = $1 AND id = $2 AND generation = $3 AND status = 'running'",
+	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
+};
+
+Datum
+js_reserve(PG_FUNCTION_ARGS)
+{
+	JsClaimToken *token;
+	const char *queue;
+	char	   *meter;
+	Numeric		amount;
+	Datum		values[4];
+	bool		isnull;
+	Datum		limit;
+	Datum		spent;
+	Datum		left_over;
+
+	JsRefuseNull(fcinfo, 0, "token");
+	JsRefuseNull(fcinfo, 1, "meter");
+	JsRefuseNull(fcinfo, 2, "amount");
+	token = PG_GETARG_CLAIM_TOKEN(0);
+	meter = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	amount = PG_GETARG_NUMERIC(2);
+	JsCheckAmount(amount);
+
+	SPI_connect();
+	queue = JsTokenCheck(token);
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int64GetDatum(token->job_id);
+	values[2] = Int32GetDatum(token->generation);
+	values[3] = PG_GETARG_DATUM(1);
+	if (JsExecute(&reserve_plan, values, NULL, true, 1) != 1)
+		JsRefuseToken(queue, token, "reserve");
+	if (!JsGetBool(0, 1))
+		JsNoSuchMeter(token->job_id, meter);
+	limit = JsGetDatumCopy(0, 2, &isnull);
+	spent = JsGetDatumCopy(0, 3, &isnull);
+	SPI_finish();
+
+	left_over = DirectFunctionCall2(numeric_sub,
+									DirectFunctionCall2(numeric_sub, limit, spent),
+									NumericGetDatum(amount));
+	if (DatumGetBool(DirectFunctionCall2(numeric_lt, left_over,
+										 NumericGetDatum(int64_to_numeric(0)))))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_BUDGET_EXCEEDED),
+				 errmsg("reserving %s of meter \"%s\" would exceed the budget of job %lld",
+						DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(amount))),
+						meter, (long long) token->job_id),
+				 errdetail("The limit is %s and %s is spent.",
+						   DatumGetCString(DirectFunctionCall1(numeric_out, limit)),
+						   DatumGetCString(DirectFunctionCall1(numeric_out, spent))),
+				 errhint("Plan a smaller step, or ask an operator to redrive with extra_budget.")));
+	PG_RETURN_DATUM(left_over);
 }

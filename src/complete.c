@@ -2,7 +2,9 @@
  *
  * complete.c
  *	  Ending an attempt: succeed, succeed_many and fail (fenced by the
- *	  token), and reconcile (an operator resolving an unknown job).
+ *	  token); and the operator's calls on a job: reconcile (resolve an
+ *	  unknown job), redrive (run a failed/unknown/cancelled job again) and
+ *	  cancel.
  *
  * Every UPDATE here carries the token's generation and the statuses it
  * acts on (running, or unknown: a late completion that carries the current
@@ -29,6 +31,8 @@ PG_FUNCTION_INFO_V1(js_succeed);
 PG_FUNCTION_INFO_V1(js_succeed_many);
 PG_FUNCTION_INFO_V1(js_fail);
 PG_FUNCTION_INFO_V1(js_reconcile);
+PG_FUNCTION_INFO_V1(js_redrive);
+PG_FUNCTION_INFO_V1(js_cancel);
 
 #define FENCE \
 	" WHERE queue = $1 AND id = $2 AND generation = $3" \
@@ -423,4 +427,165 @@ js_reconcile(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/*
+ * redrive: an operator re-runs a failed, unknown or cancelled job.  The
+ * retry-policy counter starts again; attempts, deadline and spend carry
+ * over and limits rise only by what is passed.  The job trigger bumps the
+ * generation, so every older token dies at once.
+ */
+static JsPlan redrive_read_plan = {
+	"SELECT status::pg_catalog.text, budget FROM job_state.job WHERE id = $1"
+	" FOR NO KEY UPDATE",
+	1, {INT8OID}
+};
+
+/* $1 id, $2 extra attempts, $3 extra budget, $4 new deadline */
+static JsPlan redrive_plan = {
+	"UPDATE job_state.job SET status = 'accepted', retries = 0, reason = NULL,"
+	"  run_after = pg_catalog.now(),"
+	"  max_attempts = max_attempts OPERATOR(pg_catalog.+) $2,"
+	"  deadline = COALESCE($4, deadline),"
+	"  budget = CASE WHEN $3 IS NULL THEN budget ELSE"
+	"   (SELECT pg_catalog.jsonb_object_agg(b.key, CASE WHEN e.value IS NULL"
+	"     THEN b.value ELSE pg_catalog.to_jsonb(b.value::pg_catalog.text::pg_catalog.numeric"
+	"      OPERATOR(pg_catalog.+) e.value::pg_catalog.text::pg_catalog.numeric) END)"
+	"    FROM pg_catalog.jsonb_each(budget) b"
+	"    LEFT JOIN pg_catalog.jsonb_each($3) e ON e.key = b.key) END"
+	" WHERE id = $1"
+	"  AND status OPERATOR(pg_catalog.=) ANY ('{failed,unknown,cancelled}'::job_state.status[])"
+	" RETURNING attempts, max_attempts, deadline, budget, spent,"
+	"  deadline OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()",
+	4, {INT8OID, INT4OID, JSONBOID, TIMESTAMPTZOID}
+};
+
+Datum
+js_redrive(PG_FUNCTION_ARGS)
+{
+	int64		job_id;
+	int32		extra_attempts;
+	char	   *status;
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		isnull;
+	bool		no_max;
+	int32		attempts;
+	int32		max_attempts;
+	Datum		budget;
+	Datum		spent;
+	char	   *meter;
+
+	JsRefuseNull(fcinfo, 0, "job_id");
+	job_id = PG_GETARG_INT64(0);
+	extra_attempts = PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1);
+	if (extra_attempts < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("extra_attempts must not be negative"),
+				 errdetail("The value given is %d.", extra_attempts)));
+	if (!PG_ARGISNULL(2))
+		JsCheckBudget(PG_GETARG_JSONB_P(2));
+
+	SPI_connect();
+	values[0] = Int64GetDatum(job_id);
+	if (JsExecute(&redrive_read_plan, values, NULL, false, 0) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("job %lld does not exist", (long long) job_id)));
+	status = JsGetText(0, 1);
+	if (strcmp(status, "failed") != 0 && strcmp(status, "unknown") != 0 &&
+		strcmp(status, "cancelled") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("job %lld is %s and cannot be redriven", (long long) job_id, status),
+				 errdetail("Only failed, unknown or cancelled jobs can be redriven.")));
+	if (!PG_ARGISNULL(2))
+	{
+		budget = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		JsCheckMetersKnown(job_id, isnull ? NULL : DatumGetJsonbP(budget),
+						   PG_GETARG_JSONB_P(2));
+	}
+
+	values[1] = Int32GetDatum(extra_attempts);
+	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
+	if (JsExecute(&redrive_plan, values, nulls, false, 0) != 1)
+		elog(ERROR, "job_state: job %lld changed under its row lock", (long long) job_id);
+
+	/* the limits as they are now must allow one more start */
+	attempts = JsGetInt32(0, 1, NULL);
+	max_attempts = JsGetInt32(0, 2, &no_max);
+	if (!no_max && attempts >= max_attempts)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ATTEMPTS_EXHAUSTED),
+				 errmsg("job %lld has used all its attempts", (long long) job_id),
+				 errdetail("It has made %d of %d attempts.", attempts, max_attempts),
+				 errhint("Pass extra_attempts to allow more.")));
+	if (JsGetBool(0, 6))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_DEADLINE_EXCEEDED),
+				 errmsg("job %lld is past its deadline", (long long) job_id),
+				 errdetail("The deadline is %s.", JsGetText(0, 3)),
+				 errhint("Pass new_deadline to allow another run.")));
+	budget = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull);
+	if (!isnull)
+	{
+		spent = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull);
+		meter = JsBudgetExhaustedMeter(DatumGetJsonbP(budget),
+									   isnull ? NULL : DatumGetJsonbP(spent));
+		if (meter != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_BUDGET_EXCEEDED),
+					 errmsg("job %lld has used up its budget", (long long) job_id),
+					 errdetail("Meter \"%s\" has reached its limit.", meter),
+					 errhint("Pass extra_budget to raise the limit of meter \"%s\".", meter)));
+	}
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * cancel: accepted and unknown jobs are cancelled now; a running job gets
+ * cancel_requested (its worker sees it on heartbeat; fail or lease expiry
+ * then ends it cancelled, succeed still wins).
+ */
+static JsPlan cancel_plan = {
+	"UPDATE job_state.job SET"
+	"  status = CASE WHEN status = 'running' THEN status"
+	"           ELSE 'cancelled' END::job_state.status,"
+	"  cancel_requested = (status = 'running'),"
+	"  reason = COALESCE($2, 'cancelled')"
+	" WHERE id = $1"
+	"  AND status OPERATOR(pg_catalog.=) ANY ('{accepted,running,unknown}'::job_state.status[])",
+	2, {INT8OID, TEXTOID}
+};
+
+Datum
+js_cancel(PG_FUNCTION_ARGS)
+{
+	int64		job_id;
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	bool		result = true;
+
+	JsRefuseNull(fcinfo, 0, "job_id");
+	job_id = PG_GETARG_INT64(0);
+
+	SPI_connect();
+	values[0] = Int64GetDatum(job_id);
+	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
+	if (JsExecute(&cancel_plan, values, nulls, false, 0) == 0)
+	{
+		if (JsExecute(&job_status_plan, values, NULL, true, 1) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+					 errmsg("job %lld does not exist", (long long) job_id)));
+		result = strcmp(JsGetText(0, 1), "cancelled") == 0;
+	}
+	SPI_finish();
+	PG_RETURN_BOOL(result);
 }

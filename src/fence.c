@@ -10,11 +10,18 @@
  * newer claim owns it (JS001), or it has moved on to a state this call does
  * not act on (JS001).
  *
+ * Refusals are counted per queue in the sequence stale_refusals_<queue id>
+ * (created by create_queue, owned by job_state.queue.id): nextval is not
+ * rolled back with the refused transaction.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
+#include "commands/sequence.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "job_state.h"
 
@@ -24,6 +31,25 @@ static JsPlan job_plan = {
 	"  FROM job_state.job WHERE queue = $1 AND id = $2",
 	2, {TEXTOID, INT8OID}
 };
+
+/*
+ * Count one stale-token refusal for a queue.  A missing sequence (a queue
+ * inserted by raw SQL) is skipped.
+ */
+static void
+JsCountStaleRefusal(int32 queue_id)
+{
+	char		name[NAMEDATALEN];
+	Oid			nsp = get_namespace_oid("job_state", true);
+	Oid			relid;
+
+	if (!OidIsValid(nsp))
+		return;
+	snprintf(name, sizeof(name), "stale_refusals_%d", queue_id);
+	relid = get_relname_relid(name, nsp);
+	if (OidIsValid(relid))
+		(void) DirectFunctionCall1(nextval_oid, ObjectIdGetDatum(relid));
+}
 
 void
 JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
@@ -45,6 +71,7 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 	status = JsGetText(0, 1);
 	generation = JsGetInt32(0, 2, NULL);
 	expired = JsGetBool(0, 3);
+	JsCountStaleRefusal(token->queue_id);
 
 	if (generation != token->generation)
 		ereport(ERROR,

@@ -416,11 +416,21 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 	if (!JsSameValue(oldtup, newtup, tupdesc, cols->input_hash))
 		JsRefuseChange(job_id, "input_hash");
 
+	/* succeeded is final: only late spend may still be recorded */
 	if (from == JS_SUCCEEDED)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
-				 errmsg("job %lld has succeeded and cannot change", (long long) job_id),
-				 errdetail("succeeded is a final state.")));
+	{
+		int			attnum;
+
+		for (attnum = 1; attnum <= tupdesc->natts; attnum++)
+			if (attnum != cols->spent &&
+				!TupleDescAttr(tupdesc, attnum - 1)->attisdropped &&
+				!JsSameValue(oldtup, newtup, tupdesc, attnum))
+				ereport(ERROR,
+						(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+						 errmsg("job %lld has succeeded and cannot change", (long long) job_id),
+						 errdetail("succeeded is a final state; the update changes column \"%s\".",
+								   NameStr(TupleDescAttr(tupdesc, attnum - 1)->attname))));
+	}
 
 	if (!js_transitions[from][to])
 		ereport(ERROR,

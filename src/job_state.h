@@ -101,6 +101,7 @@ extern void JsRefuseToken(const char *queue, const JsClaimToken *token,
 
 /* budget.c */
 extern void JsCheckBudget(Jsonb *budget);
+extern void JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra);
 extern char *JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent);
 
 /* lease.c */

@@ -50,7 +50,7 @@ static JsPlan create_plan = {
 	"  backoff_rate, max_retries, max_delay, jitter, max_attempts,"
 	"  on_lease_expiry, concurrency_limit, per_key_limit)"
 	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-	" ON CONFLICT (name) DO NOTHING",
+	" ON CONFLICT (name) DO NOTHING RETURNING id",
 	JS_QUEUE_NARGS,
 	{TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, FLOAT8OID, INT4OID,
 	INTERVALOID, TEXTOID, INT4OID, TEXTOID, INT4OID, INT4OID}
@@ -79,6 +79,22 @@ static JsPlan pause_plan = {
 	"UPDATE job_state.queue SET paused = $2 WHERE name = $1",
 	2, {TEXTOID, BOOLOID}
 };
+
+/*
+ * The per-queue counter of stale-token refusals (see fence.c).  The name is
+ * built from our own queue number, never from input.
+ */
+static void
+JsCreateStaleCounter(int32 queue_id)
+{
+	char		sql[128];
+
+	snprintf(sql, sizeof(sql),
+			 "CREATE SEQUENCE job_state.stale_refusals_%d"
+			 " OWNED BY job_state.queue.id", queue_id);
+	if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "job_state: could not create the stale-refusal counter");
+}
 
 static void
 JsBadOption(const char *option, const char *rule)
@@ -189,6 +205,7 @@ js_create_queue(PG_FUNCTION_ARGS)
 				 errmsg("queue \"%s\" already exists",
 						text_to_cstring(PG_GETARG_TEXT_PP(ARG_NAME))),
 				 errhint("Use job_state.alter_queue() to change its options.")));
+	JsCreateStaleCounter(JsGetInt32(0, 1, NULL));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
