@@ -3,6 +3,14 @@
 \echo Use "CREATE EXTENSION job_state" to load this file. \quit
 
 /*
+ * The schema is created here (control file: schema = pg_catalog) so that it
+ * is a member of the extension and DROP EXTENSION removes it too.
+ */
+CREATE SCHEMA job_state;
+COMMENT ON SCHEMA job_state IS 'job_state: safe re-execution for asynchronous jobs';
+REVOKE ALL ON SCHEMA job_state FROM PUBLIC;
+
+/*
  * Types
  */
 CREATE TYPE job_state.status AS ENUM
