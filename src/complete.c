@@ -80,24 +80,34 @@ js_succeed(PG_FUNCTION_ARGS)
  * own.
  */
 static JsPlan succeed_many_plan = {
-	"WITH t AS (SELECT * FROM pg_catalog.unnest($1, $2, $3, $4)"
+	"WITH t AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1),"
+	"  pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
 	"  AS t(queue, id, generation, result))"
 	" UPDATE job_state.job j SET status = 'succeeded', result = t.result,"
 	"  reason = NULL"
 	" FROM t"
 	" WHERE j.queue = t.queue AND j.id = t.id AND j.generation = t.generation"
 	"  AND j.status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
-	" RETURNING j.id",
+	" RETURNING j.id, j.generation",
 	4, {TEXTARRAYOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID}
 };
 
-static int
-JsCompareInt64(const void *a, const void *b)
+/* a job and the generation a batch completed it with */
+typedef struct JsDone
 {
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
+	int64		job_id;
+	int32		generation;
+} JsDone;
 
-	return x < y ? -1 : x > y ? 1 : 0;
+static int
+JsCompareDone(const void *a, const void *b)
+{
+	const JsDone *x = (const JsDone *) a;
+	const JsDone *y = (const JsDone *) b;
+
+	if (x->job_id != y->job_id)
+		return x->job_id < y->job_id ? -1 : 1;
+	return x->generation < y->generation ? -1 : x->generation > y->generation ? 1 : 0;
 }
 
 Datum
@@ -115,7 +125,7 @@ js_succeed_many(PG_FUNCTION_ARGS)
 	Datum	   *ids;
 	Datum	   *gens;
 	Datum		values[4];
-	int64	   *done;
+	JsDone	   *done;
 	int			ndone;
 	int			i;
 	int16		typlen;
@@ -197,20 +207,25 @@ js_succeed_many(PG_FUNCTION_ARGS)
 	}
 
 	ndone = JsExecute(&succeed_many_plan, values, NULL, false, 0);
-	done = palloc(sizeof(int64) * Max(ndone, 1));
+	done = palloc(sizeof(JsDone) * Max(ndone, 1));
 	for (i = 0; i < ndone; i++)
-		done[i] = JsGetInt64(i, 1, NULL);
-	qsort(done, ndone, sizeof(int64), JsCompareInt64);
+	{
+		done[i].job_id = JsGetInt64(i, 1, NULL);
+		done[i].generation = JsGetInt32(i, 2, NULL);
+	}
+	qsort(done, ndone, sizeof(JsDone), JsCompareDone);
 
 	for (i = 0; i < ntokens; i++)
 	{
-		int64		id = DatumGetInt64(ids[i]);
+		JsDone		key;
 		Datum		out[2];
 		bool		outnulls[2] = {false, false};
 
+		key.job_id = DatumGetInt64(ids[i]);
+		key.generation = DatumGetInt32(gens[i]);
 		out[0] = tokens[i];
-		out[1] = CStringGetTextDatum(bsearch(&id, done, ndone, sizeof(int64),
-											 JsCompareInt64) ? "succeeded" : "stale");
+		out[1] = CStringGetTextDatum(bsearch(&key, done, ndone, sizeof(JsDone),
+											 JsCompareDone) ? "succeeded" : "stale");
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
 	}
 	SPI_finish();

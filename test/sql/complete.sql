@@ -1,0 +1,105 @@
+-- succeed, succeed_many, fail and the retry policy
+DROP EXTENSION job_state;
+CREATE EXTENSION job_state;
+\set VERBOSITY sqlstate
+
+-- fail classes
+SELECT job_state.create_queue('fq', retry_interval => '10 s', backoff_rate => 2,
+       max_delay => '1 hour', jitter => 'none', max_retries => 3);
+SELECT count(*) FROM (SELECT job_state.submit('fq', jsonb_build_object('n', i)) FROM generate_series(1, 4) i) s;
+SELECT token AS t1 FROM job_state.claim('fq', 'w') \gset
+SELECT token AS t2 FROM job_state.claim('fq', 'w') \gset
+SELECT token AS t3 FROM job_state.claim('fq', 'w') \gset
+SELECT token AS t4 FROM job_state.claim('fq', 'w') \gset
+SELECT job_state.fail(:'t1', 'permanent', '{"msg": "bad input"}');
+SELECT job_state.fail(:'t2', 'unknown', '{"msg": "timeout talking to the model"}');
+SELECT job_state.fail(:'t3', 'transient', '{"msg": "503"}');
+SELECT job_state.fail(:'t4', 'throttled', '{"msg": "429"}', retry_after => '42 s');
+SELECT id, status, reason, error_class, last_error, retries, throttles,
+       round(extract(epoch FROM run_after - clock_timestamp())) AS wait_s
+  FROM job_state.job ORDER BY id;
+-- argument errors
+SELECT job_state.fail(:'t3', NULL);
+SELECT job_state.fail(NULL, 'transient');
+SELECT job_state.fail(:'t3', 'transient', retry_after => '-1 s');
+SELECT job_state.fail(:'t3', 'nonsense');
+
+-- exact backoff with jitter off: 10 s, 20 s, 40 s, then retries are exhausted
+SELECT job_state.create_queue('bo', retry_interval => '10 s', backoff_rate => 2,
+       max_delay => '35 s', jitter => 'none', max_retries => 3);
+SELECT job_id FROM job_state.submit('bo', '{}');
+CREATE TABLE waits (n int, status text, reason text, wait_s numeric);
+DO $$
+DECLARE
+	t job_state.claim_token;
+	s job_state.status;
+BEGIN
+	FOR i IN 1..4 LOOP
+		UPDATE job_state.job SET run_after = now() WHERE queue = 'bo' AND status = 'accepted';
+		SELECT token INTO t FROM job_state.claim('bo', 'w');
+		s := job_state.fail(t, 'transient');
+		INSERT INTO waits SELECT i, status, reason,
+			round(extract(epoch FROM run_after - clock_timestamp()))
+		  FROM job_state.job WHERE queue = 'bo';
+	END LOOP;
+END $$;
+SELECT * FROM waits ORDER BY n;
+SELECT attempts, retries FROM job_state.job WHERE queue = 'bo';
+
+-- the policy itself: min(interval * rate^(n-1), max_delay), AWS Step Functions
+SELECT n, job_state.retry_delay('2 s', 2.0, '30 s', 'none', n) FROM generate_series(1, 6) n;
+SELECT job_state.retry_delay('1 s', 1.0, '30 s', 'none', 50) AS constant;
+SELECT job_state.retry_delay('1 s', 1000, '1 hour', 'none', 1000) AS capped;
+SELECT job_state.retry_delay('1 s', 2, '30 s', 'maybe', 1);
+SELECT job_state.retry_delay('1 s', 2, '30 s', 'none', 0);
+-- full jitter: uniform over [0, cap]; 200 draws stay inside and are not all equal
+SELECT n, min(d) >= '0 s' AS above_zero,
+       max(d) <= least(interval '2 s' * 2 ^ (n - 1), interval '30 s') AS below_cap,
+       count(DISTINCT d) > 100 AS spread
+  FROM generate_series(1, 5) n,
+       LATERAL (SELECT job_state.retry_delay('2 s', 2.0, '30 s', 'full', n) AS d
+                  FROM generate_series(1, 200)) draws
+ GROUP BY n ORDER BY n;
+-- the worked example of the README: 2 s, rate 2, full jitter: [0,2], [0,4], [0,8]
+SELECT n, max(d) <= interval '1 s' * 2 ^ n AS within
+  FROM generate_series(1, 3) n,
+       LATERAL (SELECT job_state.retry_delay('2 s', 2.0, '30 s', 'full', n) AS d
+                  FROM generate_series(1, 200)) draws
+ GROUP BY n ORDER BY n;
+
+-- succeed_many: one statement, each token fenced on its own
+SELECT job_state.create_queue('batch');
+SELECT count(*) FROM (SELECT job_state.submit('batch', jsonb_build_object('n', i)) FROM generate_series(1, 5) i) s;
+CREATE TABLE batch_tokens AS SELECT token, job_id FROM job_state.claim('batch', 'w', max_jobs => 5);
+-- make job 2 of the batch stale: expire, sweep, redrive (bumps the generation)
+UPDATE job_state.job SET lease_expires_at = clock_timestamp() - interval '1 s'
+ WHERE id = (SELECT min(job_id) + 1 FROM batch_tokens);
+SELECT job_state.sweep();
+SELECT job_state.redrive((SELECT min(job_id) + 1 FROM batch_tokens));
+SELECT b.job_id - (SELECT min(job_id) FROM batch_tokens) AS nth, s.outcome
+  FROM job_state.succeed_many((SELECT array_agg(token ORDER BY job_id) FROM batch_tokens),
+       (SELECT array_agg(jsonb_build_object('r', job_id) ORDER BY job_id) FROM batch_tokens)) s
+  JOIN batch_tokens b ON b.token OPERATOR(job_state.=) s.token
+ ORDER BY 1;
+SELECT status, count(*) FROM job_state.job WHERE queue = 'batch' GROUP BY status ORDER BY status;
+SELECT count(*) AS with_results FROM job_state.job WHERE queue = 'batch' AND result ? 'r';
+-- a second call: all stale now
+SELECT outcome, count(*) FROM job_state.succeed_many((SELECT array_agg(token) FROM batch_tokens)) GROUP BY outcome;
+SELECT count(*) FROM job_state.succeed_many('{}');
+SELECT * FROM job_state.succeed_many((SELECT array_agg(token) FROM batch_tokens), '{}');
+SELECT * FROM job_state.succeed_many(ARRAY[NULL]::job_state.claim_token[]);
+SELECT * FROM job_state.succeed_many(NULL);
+SELECT * FROM job_state.succeed_many((SELECT array_agg(ARRAY[token, token]) FROM batch_tokens));
+
+-- a cancel request wins over a retry; succeed still wins over a cancel request
+SELECT job_state.create_queue('cx');
+SELECT job_id FROM job_state.submit('cx', '{"n": 1}');
+SELECT job_id FROM job_state.submit('cx', '{"n": 2}');
+SELECT token AS c1 FROM job_state.claim('cx', 'w') \gset
+SELECT token AS c2 FROM job_state.claim('cx', 'w') \gset
+SELECT job_state.cancel(job_state.token_job(:'c1'), 'user gave up');
+SELECT job_state.cancel(job_state.token_job(:'c2'));
+SELECT cancel_requested FROM job_state.heartbeat(:'c1');
+SELECT job_state.fail(:'c1', 'transient');
+SELECT job_state.succeed(:'c2', '{"done": 1}');
+SELECT id, status, reason, cancel_requested FROM job_state.job WHERE queue = 'cx' ORDER BY id;

@@ -1,0 +1,75 @@
+-- idempotent submit
+DROP EXTENSION job_state;
+CREATE EXTENSION job_state;
+\set VERBOSITY sqlstate
+SELECT job_state.create_queue('sub');
+SELECT job_state.create_queue('sub2', max_attempts => 3);
+
+-- same key, same input: the same job, created = false, whatever its state
+SELECT * FROM job_state.submit('sub', '{"a": 1, "b": [1, 2]}', 'key-1');
+SELECT * FROM job_state.submit('sub', '{"b": [1, 2], "a": 1}', 'key-1');
+-- same key in another queue is another job
+SELECT * FROM job_state.submit('sub2', '{"a": 1, "b": [1, 2]}', 'key-1');
+-- same key, different input: JS002 (with the existing job in errdetail)
+SELECT * FROM job_state.submit('sub', '{"a": 2}', 'key-1');
+\set VERBOSITY default
+SELECT * FROM job_state.submit('sub', '{"a": 2}', 'key-1');
+\set VERBOSITY sqlstate
+-- after a claim the key still returns the job, in its current state
+SELECT job_id FROM job_state.claim('sub', 'w');
+SELECT * FROM job_state.submit('sub', '{"a": 1, "b": [1, 2]}', 'key-1');
+-- no key: always a new job
+SELECT job_id, created FROM job_state.submit('sub', '{"x": 1}');
+SELECT job_id, created FROM job_state.submit('sub', '{"x": 1}');
+
+-- the input hash is SHA-256 of the canonical jsonb text
+SELECT input_hash = sha256(convert_to(input::text, 'UTF8')) AS hash_is_sha256
+  FROM job_state.job WHERE idempotency_key = 'key-1' AND queue = 'sub';
+
+-- defaults and options stored
+SELECT job_id AS j FROM job_state.submit('sub2', '{"y": 1}', priority => 5,
+    deadline => '2999-01-01 00:00+00', budget => '{"usd_cents": 500, "tokens": 2e5}',
+    resource => 'model-a', concurrency_key => 'user-42') \gset
+SELECT priority, max_attempts, deadline, budget, spent, resource, concurrency_key,
+       status, generation, attempts, run_after <= now() AS ready
+  FROM job_state.job WHERE id = :j;
+SELECT job_id AS j FROM job_state.submit('sub2', '{"y": 2}', max_attempts => 7) \gset
+SELECT max_attempts FROM job_state.job WHERE id = :j;
+
+-- errors
+SELECT * FROM job_state.submit('nope', '{}');
+SELECT * FROM job_state.submit('nope', '{}', 'k');
+SELECT * FROM job_state.submit(NULL, '{}');
+SELECT * FROM job_state.submit('sub', NULL);
+SELECT * FROM job_state.submit('sub', '{}', '');
+SELECT * FROM job_state.submit('sub', '{}', repeat('k', 256));
+SELECT job_id FROM job_state.submit('sub', '{}', repeat('k', 255));
+SELECT * FROM job_state.submit('sub', '{}', max_attempts => 0);
+SELECT * FROM job_state.submit('sub', '{}', budget => '[1, 2]');
+SELECT * FROM job_state.submit('sub', '{}', budget => '5');
+SELECT * FROM job_state.submit('sub', '{}', budget => '{"usd": -1}');
+SELECT * FROM job_state.submit('sub', '{}', budget => '{"usd": "ten"}');
+SELECT * FROM job_state.submit('sub', '{}', budget => '{"": 1}');
+SELECT * FROM job_state.submit('sub', '{}', concurrency_key => '');
+SELECT * FROM job_state.submit('sub', '{}', resource => '');
+-- nothing was written by the refused calls
+SELECT count(*) AS jobs FROM job_state.job;
+
+-- every submit is in job_event
+SELECT count(*) AS submit_events FROM job_state.job_event WHERE from_status IS NULL;
+
+-- the submit is part of the caller's transaction
+BEGIN;
+SELECT job_id, created FROM job_state.submit('sub', '{"tx": 1}', 'tx-key');
+ROLLBACK;
+SELECT count(*) AS after_rollback FROM job_state.job WHERE idempotency_key = 'tx-key';
+
+
+-- a future run_after is not claimable; priority desc then run_after, id asc
+SELECT job_state.create_queue('ord');
+SELECT job_id FROM job_state.submit('ord', '{"n": "late"}', run_after => now() + interval '1 hour');
+SELECT job_id FROM job_state.submit('ord', '{"n": "low"}', priority => -1);
+SELECT job_id FROM job_state.submit('ord', '{"n": "first"}');
+SELECT job_id FROM job_state.submit('ord', '{"n": "high"}', priority => 10);
+SELECT job_id FROM job_state.submit('ord', '{"n": "second"}');
+SELECT input->>'n' AS n, attempt FROM job_state.claim('ord', 'w', max_jobs => 10);
