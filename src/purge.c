@@ -24,7 +24,7 @@ static JsPlan purge_plan = {
 	"WITH d AS ("
 	"  DELETE FROM job_state.job"
 	"  WHERE status OPERATOR(pg_catalog.=) ANY ('{succeeded,failed,cancelled}'::job_state.status[])"
-	"   AND finished_at OPERATOR(pg_catalog.<) pg_catalog.now() OPERATOR(pg_catalog.-) $1"
+	"   AND finished_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
 	"  RETURNING queue, id),"
 	" e AS (DELETE FROM job_state.job_event v USING d"
 	"  WHERE v.queue = d.queue AND v.job_id = d.id),"

@@ -1,0 +1,124 @@
+-- the rules hold for raw SQL too: the job triggers (ENABLE ALWAYS)
+DROP EXTENSION job_state;
+CREATE EXTENSION job_state;
+\set VERBOSITY sqlstate
+SELECT job_state.create_queue('raw');
+SELECT count(*) FROM (SELECT job_state.submit('raw', jsonb_build_object('n', i)) FROM generate_series(1, 6) i) s;
+
+-- INSERT only as accepted with zero counters; input_hash is always computed
+INSERT INTO job_state.job (queue, input, input_hash, status) VALUES ('raw', '{}', '\x00', 'running');
+INSERT INTO job_state.job (queue, input, input_hash, generation) VALUES ('raw', '{}', '\x00', 3);
+INSERT INTO job_state.job (queue, input, input_hash, attempts) VALUES ('raw', '{}', '\x00', 1);
+INSERT INTO job_state.job (queue, input, input_hash) VALUES ('raw', '{"raw": 1}', '\x00') RETURNING id, status,
+       input_hash = sha256(convert_to('{"raw": 1}', 'UTF8')) AS hash_computed;
+
+-- transitions outside the table: JS003
+UPDATE job_state.job SET status = 'succeeded' WHERE id = 1;
+UPDATE job_state.job SET status = 'unknown' WHERE id = 1;
+\set VERBOSITY default
+UPDATE job_state.job SET status = 'succeeded' WHERE id = 1;
+\set VERBOSITY sqlstate
+-- entering running needs a lease
+UPDATE job_state.job SET status = 'running' WHERE id = 1;
+-- entering running bumps generation and attempts, whatever the statement says
+UPDATE job_state.job SET status = 'running', generation = 0, attempts = 0,
+       lease_expires_at = now() + interval '1 min' WHERE id = 1
+RETURNING status, generation, attempts, started_at IS NOT NULL AS started;
+-- counters never go back
+UPDATE job_state.job SET generation = 0 WHERE id = 1;
+UPDATE job_state.job SET attempts = 0 WHERE id = 1;
+UPDATE job_state.job SET generation = 7 WHERE id = 1 RETURNING generation;
+UPDATE job_state.job SET retries = 2 WHERE id = 1;
+UPDATE job_state.job SET retries = 1 WHERE id = 1;
+UPDATE job_state.job SET throttles = 1 WHERE id = 1;
+UPDATE job_state.job SET throttles = 0 WHERE id = 1;
+-- fixed columns
+UPDATE job_state.job SET input = '{"other": 1}' WHERE id = 2;
+UPDATE job_state.job SET queue = 'raw2' WHERE id = 2;
+UPDATE job_state.job SET id = 100 WHERE id = 2;
+UPDATE job_state.job SET idempotency_key = 'new' WHERE id = 2;
+UPDATE job_state.job SET input_hash = '\x00' WHERE id = 2;
+-- a no-op write of the same input is fine
+UPDATE job_state.job SET input = input, priority = 3 WHERE id = 2 RETURNING priority;
+-- leaving running clears the lease and stamps finished_at
+UPDATE job_state.job SET status = 'unknown' WHERE id = 1
+RETURNING status, lease_expires_at, finished_at IS NOT NULL AS finished;
+-- a re-run out of unknown bumps the generation and may reset retries
+UPDATE job_state.job SET status = 'accepted', retries = 0 WHERE id = 1
+RETURNING status, generation, retries, finished_at;
+
+-- starts beyond the limits: JS005, JS006, JS004
+UPDATE job_state.job SET max_attempts = 2 WHERE id = 3;
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min' WHERE id = 3;
+UPDATE job_state.job SET status = 'failed' WHERE id = 3;
+UPDATE job_state.job SET status = 'accepted' WHERE id = 3;
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min' WHERE id = 3;
+UPDATE job_state.job SET status = 'failed' WHERE id = 3;
+UPDATE job_state.job SET status = 'accepted' WHERE id = 3;
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min' WHERE id = 3;
+UPDATE job_state.job SET deadline = now() - interval '1 s' WHERE id = 4;
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min' WHERE id = 4;
+UPDATE job_state.job SET budget = '{"usd": 5}', spent = '{"usd": 5}' WHERE id = 5;
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min' WHERE id = 5;
+\set VERBOSITY default
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min' WHERE id = 3;
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min' WHERE id = 5;
+\set VERBOSITY sqlstate
+-- spent amounts never go back
+UPDATE job_state.job SET spent = '{"usd": 4}' WHERE id = 5;
+UPDATE job_state.job SET spent = '{}' WHERE id = 5;
+UPDATE job_state.job SET spent = '{"usd": 6, "tokens": 1}' WHERE id = 5 RETURNING spent;
+
+-- succeeded is final
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min' WHERE id = 6;
+UPDATE job_state.job SET status = 'succeeded', result = '{"ok": 1}' WHERE id = 6;
+UPDATE job_state.job SET result = '{"ok": 2}' WHERE id = 6;
+UPDATE job_state.job SET status = 'accepted' WHERE id = 6;
+UPDATE job_state.job SET priority = 9 WHERE id = 6;
+
+-- DELETE only of finished jobs, and only through purge
+DELETE FROM job_state.job WHERE id = 2;
+DELETE FROM job_state.job WHERE id = 6;
+\set VERBOSITY default
+DELETE FROM job_state.job WHERE id = 2;
+DELETE FROM job_state.job WHERE id = 6;
+\set VERBOSITY sqlstate
+TRUNCATE job_state.job;
+TRUNCATE job_state.job_event;
+-- job_event and spend are append-only
+UPDATE job_state.job_event SET to_status = 'failed';
+DELETE FROM job_state.job_event;
+INSERT INTO job_state.spend (queue, job_id, generation, meter, amount) VALUES ('raw', 5, 0, 'usd', 1);
+DELETE FROM job_state.spend;
+UPDATE job_state.spend SET amount = 0;
+TRUNCATE job_state.spend;
+
+-- session_replication_role = replica does not switch the rules off
+SET session_replication_role = replica;
+UPDATE job_state.job SET status = 'succeeded' WHERE id = 2;
+DELETE FROM job_state.job WHERE id = 2;
+RESET session_replication_role;
+
+-- every change of status or generation was recorded
+SELECT from_status, to_status, generation FROM job_state.job_event WHERE job_id = 1 ORDER BY seq;
+
+-- job_state.track_events = off stops the history, not the rules
+SET job_state.track_events = off;
+UPDATE job_state.job SET status = 'cancelled' WHERE id = 2;
+RESET job_state.track_events;
+SELECT count(*) AS events_for_2 FROM job_state.job_event WHERE job_id = 2;
+
+-- job_state.restore lets a superuser replay a dump (rows as they were)
+SET job_state.restore = on;
+INSERT INTO job_state.job (queue, id, input, input_hash, status, generation, attempts)
+VALUES ('raw', 1000, '{}', '\x00', 'running', 5, 4);
+RESET job_state.restore;
+SELECT id, status, generation, attempts FROM job_state.job WHERE id = 1000;
+-- job_state.restore is superuser only
+CREATE ROLE js_raw_nobody;
+SET ROLE js_raw_nobody;
+SET job_state.restore = on;
+RESET ROLE;
+DROP ROLE js_raw_nobody;
+-- unknown job_state.* settings are refused
+SET job_state.no_such_setting = 1;
