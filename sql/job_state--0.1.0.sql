@@ -193,6 +193,7 @@ CREATE TABLE job_state.job (
 	cancel_requested pg_catalog.bool NOT NULL DEFAULT false,
 	lease_expires_at pg_catalog.timestamptz,
 	worker pg_catalog.text,
+	submitted_by pg_catalog.text NOT NULL DEFAULT CURRENT_USER,
 	accepted_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	started_at pg_catalog.timestamptz,
 	finished_at pg_catalog.timestamptz,
@@ -616,6 +617,14 @@ CREATE VIEW job_state.queue_stats AS
 		SELECT job_state.stale_refusals(q.id) AS stale_refusals) r;
 COMMENT ON VIEW job_state.queue_stats IS
 	'one row per queue: jobs per status, oldest waiting age, wait (accept to start) and run time percentiles over the last hour, throttle rate, dead letters and stale-token refusals';
+
+CREATE VIEW job_state.my_jobs WITH (security_barrier) AS
+	SELECT id AS job_id, queue, status, idempotency_key, input, result,
+		   last_error, reason, attempts, accepted_at, started_at, finished_at
+	  FROM job_state.job
+	 WHERE submitted_by = CURRENT_USER;
+COMMENT ON VIEW job_state.my_jobs IS
+	'the jobs the current role submitted (submit records the calling role, following SET ROLE)';
 
 /*
  * Privileges: nothing for PUBLIC; see the README for the role recipe.

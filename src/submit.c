@@ -21,6 +21,7 @@
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/tuplestore.h"
@@ -56,16 +57,16 @@ JsInputHash(Jsonb *input)
 static JsPlan insert_plan = {
 	"INSERT INTO job_state.job AS j (queue, idempotency_key, input, input_hash,"
 	"  priority, run_after, max_attempts, deadline, budget, resource,"
-	"  concurrency_key)"
+	"  concurrency_key, submitted_by)"
 	" SELECT q.name, $3, $2, ''::pg_catalog.bytea, $5,"
 	"  COALESCE($4, pg_catalog.now()),"
-	"  COALESCE($6, q.max_attempts), $7, $8, $9, $10"
+	"  COALESCE($6, q.max_attempts), $7, $8, $9, $10, $11"
 	"  FROM job_state.queue q WHERE q.name = $1"
 	" ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL"
 	" DO NOTHING"
 	" RETURNING j.id, j.status",
-	10, {TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID,
-	TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID}
+	11, {TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID,
+	TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID}
 };
 
 static JsPlan existing_plan = {
@@ -86,8 +87,8 @@ js_submit(PG_FUNCTION_ARGS)
 	char	   *queue;
 	Jsonb	   *input;
 	char	   *key = NULL;
-	Datum		values[10];
-	char		nulls[10];
+	Datum		values[11];
+	char		nulls[11];
 	Datum		key_values[2];
 	Datum		out[3];
 	bool		outnulls[3] = {false, false, false};
@@ -125,6 +126,9 @@ js_submit(PG_FUNCTION_ARGS)
 		values[4] = Int32GetDatum(0);
 		nulls[4] = ' ';
 	}
+	/* the caller, not the definer: follows SET ROLE */
+	values[10] = CStringGetTextDatum(GetUserNameFromId(GetOuterUserId(), false));
+	nulls[10] = ' ';
 	key_values[0] = values[0];
 	key_values[1] = values[2];
 

@@ -1,5 +1,7 @@
 -- claim, heartbeat, assert_claim, lease expiry and late completions
-DROP EXTENSION job_state;
+SET client_min_messages = warning;
+DROP EXTENSION job_state CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION job_state;
 \set VERBOSITY sqlstate
 SELECT job_state.create_queue('cq', lease => '1 min', max_lease => '10 min');

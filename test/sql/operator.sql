@@ -1,5 +1,7 @@
 -- operator calls: reconcile, redrive, cancel, purge; dead letters and stats
-DROP EXTENSION job_state;
+SET client_min_messages = warning;
+DROP EXTENSION job_state CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION job_state;
 \set VERBOSITY sqlstate
 SELECT job_state.create_queue('op', retry_interval => '0', jitter => 'none');

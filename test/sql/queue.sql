@@ -1,5 +1,7 @@
 -- queue administration: options, validation, pause/resume
-DROP EXTENSION job_state;
+SET client_min_messages = warning;
+DROP EXTENSION job_state CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION job_state;
 \set VERBOSITY sqlstate
 

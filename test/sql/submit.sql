@@ -1,5 +1,7 @@
 -- idempotent submit
-DROP EXTENSION job_state;
+SET client_min_messages = warning;
+DROP EXTENSION job_state CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION job_state;
 \set VERBOSITY sqlstate
 SELECT job_state.create_queue('sub');

@@ -1,5 +1,7 @@
 -- claim_token: text and binary form, accessors, MAC checked on use
-DROP EXTENSION job_state;
+SET client_min_messages = warning;
+DROP EXTENSION job_state CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION job_state;
 \set VERBOSITY default
 

@@ -1,0 +1,102 @@
+-- the least-privilege recipe of the README: submitter, worker, operator
+SET client_min_messages = warning;
+DROP EXTENSION job_state CASCADE;
+RESET client_min_messages;
+CREATE EXTENSION job_state;
+\set VERBOSITY sqlstate
+SELECT job_state.create_queue('sec');
+
+CREATE ROLE js_submitter;
+CREATE ROLE js_worker;
+CREATE ROLE js_operator;
+CREATE ROLE js_nobody;
+GRANT USAGE ON SCHEMA job_state TO js_submitter, js_worker, js_operator;
+GRANT EXECUTE ON FUNCTION job_state.submit(text, jsonb, text, timestamptz, int, int,
+	timestamptz, jsonb, text, text) TO js_submitter;
+GRANT SELECT ON job_state.my_jobs TO js_submitter;
+GRANT EXECUTE ON FUNCTION job_state.claim(text, text, interval, int),
+	job_state.heartbeat(job_state.claim_token, interval),
+	job_state.assert_claim(job_state.claim_token),
+	job_state.succeed(job_state.claim_token, jsonb),
+	job_state.succeed_many(job_state.claim_token[], jsonb[]),
+	job_state.fail(job_state.claim_token, job_state.error_class, jsonb, interval),
+	job_state.charge(job_state.claim_token, text, numeric),
+	job_state.reserve(job_state.claim_token, text, numeric)
+	TO js_worker;
+GRANT EXECUTE ON FUNCTION job_state.reconcile(bigint, job_state.status, jsonb),
+	job_state.redrive(bigint, int, jsonb, timestamptz),
+	job_state.cancel(bigint, text),
+	job_state.purge(interval),
+	job_state.sweep()
+	TO js_operator;
+GRANT SELECT ON ALL TABLES IN SCHEMA job_state TO js_operator;
+REVOKE SELECT ON job_state.secret FROM js_operator;
+
+-- PUBLIC has nothing
+SET ROLE js_nobody;
+SELECT * FROM job_state.submit('sec', '{}');
+SELECT * FROM job_state.claim('sec', 'w');
+SELECT count(*) FROM job_state.job;
+SELECT count(*) FROM job_state.secret;
+RESET ROLE;
+-- nor even with the schema: no function, no table
+GRANT USAGE ON SCHEMA job_state TO js_nobody;
+SET ROLE js_nobody;
+SELECT * FROM job_state.submit('sec', '{}');
+SELECT count(*) FROM job_state.job;
+SELECT job_state.sweep();
+RESET ROLE;
+
+-- the submitter submits and reads its own jobs, nothing else
+SET ROLE js_submitter;
+SELECT job_id, created FROM job_state.submit('sec', '{"from": "submitter"}', 'sub-1');
+SELECT job_id, queue, status, input FROM job_state.my_jobs;
+SELECT * FROM job_state.claim('sec', 'w');
+SELECT count(*) FROM job_state.job;
+SELECT job_state.cancel(1);
+SELECT job_state.create_queue('mine');
+RESET ROLE;
+-- submit records the calling role, not the definer; SET ROLE is followed
+SELECT id, submitted_by FROM job_state.job;
+SELECT job_id FROM job_state.submit('sec', '{"from": "superuser"}');
+
+-- the worker claims and acts through tokens only
+SET ROLE js_worker;
+SELECT token AS t FROM job_state.claim('sec', 'w1') \gset
+SELECT job_state.heartbeat(:'t') IS NOT NULL AS beat;
+SELECT job_state.assert_claim(:'t');
+UPDATE job_state.job SET status = 'succeeded';
+SELECT * FROM job_state.submit('sec', '{}');
+SELECT job_state.redrive(1);
+SELECT count(*) FROM job_state.my_jobs;
+SELECT job_state.succeed(:'t', '{"ok": true}');
+RESET ROLE;
+
+-- the submitter sees the result; never the other role's job
+SET ROLE js_submitter;
+SELECT job_id, status, result FROM job_state.my_jobs;
+RESET ROLE;
+
+-- the operator reads everything but the secret, and runs the operator calls
+SET ROLE js_operator;
+SELECT id, status FROM job_state.job ORDER BY id;
+SELECT job_state.cancel(2, 'operator says so');
+SELECT job_state.redrive(2);
+SELECT job_state.sweep();
+SELECT count(*) FROM job_state.secret;
+SELECT job_state.purge('0');
+SELECT queue, succeeded, accepted FROM job_state.queue_stats;
+UPDATE job_state.job SET priority = 5;
+SELECT * FROM job_state.claim('sec', 'w');
+RESET ROLE;
+
+-- every mutating function is SECURITY DEFINER with a pinned search_path
+SELECT p.proname
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'job_state' AND p.provolatile = 'v' AND p.prorettype <> 'trigger'::regtype
+   AND p.proname NOT IN ('new_secret', 'retry_delay')
+   AND NOT (p.prosecdef AND p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'])
+ ORDER BY 1;
+
+DROP OWNED BY js_submitter, js_worker, js_operator, js_nobody;
+DROP ROLE js_submitter, js_worker, js_operator, js_nobody;
