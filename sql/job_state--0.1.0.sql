@@ -249,6 +249,25 @@ COMMENT ON TABLE job_state.spend IS
 CREATE INDEX spend_job ON job_state.spend (queue, job_id);
 
 /*
+ * Side effects: one row per external operation of a job.
+ */
+CREATE TABLE job_state.operation (
+	queue pg_catalog.text NOT NULL,
+	job_id pg_catalog.int8 NOT NULL,
+	op_id pg_catalog.text NOT NULL
+		CHECK (pg_catalog.octet_length(op_id) BETWEEN 1 AND 255),
+	state pg_catalog.text NOT NULL DEFAULT 'started'
+		CHECK (state IN ('started', 'done')),
+	generation pg_catalog.int4 NOT NULL,
+	result pg_catalog.jsonb,
+	started_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	finished_at pg_catalog.timestamptz,
+	PRIMARY KEY (queue, job_id, op_id)
+);
+COMMENT ON TABLE job_state.operation IS
+	'external side effects of jobs, recorded before they happen (begin_operation) and when done (finish_operation)';
+
+/*
  * Helpers used inside our own statements.
  */
 CREATE FUNCTION job_state.retry_delay(retry_interval pg_catalog.interval,
@@ -318,6 +337,18 @@ CREATE TRIGGER job_state_spend_append_only
 CREATE TRIGGER job_state_spend_append_only_truncate
 	BEFORE TRUNCATE ON job_state.spend
 	FOR EACH STATEMENT EXECUTE FUNCTION job_state.append_only_trigger();
+CREATE FUNCTION job_state.operation_trigger()
+	RETURNS trigger
+	AS 'MODULE_PATHNAME', 'js_operation_trigger'
+	LANGUAGE C;
+COMMENT ON FUNCTION job_state.operation_trigger() IS
+	'keeps finished operations immutable; operations leave only with their job';
+CREATE TRIGGER job_state_operation
+	BEFORE UPDATE OR DELETE ON job_state.operation
+	FOR EACH ROW EXECUTE FUNCTION job_state.operation_trigger();
+CREATE TRIGGER job_state_operation_truncate
+	BEFORE TRUNCATE ON job_state.operation
+	FOR EACH STATEMENT EXECUTE FUNCTION job_state.append_only_trigger();
 CREATE TRIGGER job_state_append_only_truncate
 	BEFORE TRUNCATE ON job_state.job_event
 	FOR EACH STATEMENT EXECUTE FUNCTION job_state.append_only_trigger();
@@ -329,6 +360,8 @@ ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_truncate;
 ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only;
 ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only_truncate;
 ALTER TABLE job_state.spend ENABLE ALWAYS TRIGGER job_state_spend_append_only;
+ALTER TABLE job_state.operation ENABLE ALWAYS TRIGGER job_state_operation;
+ALTER TABLE job_state.operation ENABLE ALWAYS TRIGGER job_state_operation_truncate;
 ALTER TABLE job_state.spend ENABLE ALWAYS TRIGGER job_state_spend_append_only_truncate;
 
 /*
@@ -487,6 +520,27 @@ COMMENT ON FUNCTION job_state.fail(job_state.claim_token, job_state.error_class,
 	pg_catalog.jsonb, pg_catalog.interval) IS
 	'ends an attempt: transient/throttled retry by the queue policy while limits allow, permanent fails, unknown goes to reconciliation';
 
+CREATE FUNCTION job_state.begin_operation(
+	token job_state.claim_token,
+	op_id pg_catalog.text)
+	RETURNS TABLE(state pg_catalog.text, result pg_catalog.jsonb)
+	AS 'MODULE_PATHNAME', 'js_begin_operation'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.begin_operation(job_state.claim_token, pg_catalog.text) IS
+	'before a side effect: new (go ahead), done (here is its result) or in_doubt (check the external system with op_id)';
+
+CREATE FUNCTION job_state.finish_operation(
+	token job_state.claim_token,
+	op_id pg_catalog.text,
+	result pg_catalog.jsonb DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_finish_operation'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.finish_operation(job_state.claim_token, pg_catalog.text, pg_catalog.jsonb) IS
+	'records that a side effect is done, with its result; later attempts get it back from begin_operation';
+
 CREATE FUNCTION job_state.reconcile(
 	job_id pg_catalog.int8,
 	outcome job_state.status,
@@ -557,7 +611,7 @@ CREATE FUNCTION job_state.sweep()
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
 	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION job_state.sweep() IS
-	'applies lease expiry in every queue now and returns how many jobs it moved';
+	'applies lease expiry in every queue and submits due schedule ticks now; returns how many jobs lease expiry moved';
 
 /*
  * Observability
@@ -627,6 +681,70 @@ COMMENT ON VIEW job_state.my_jobs IS
 	'the jobs the current role submitted (submit records the calling role, following SET ROLE)';
 
 /*
+ * ---- Schedules (schedule.c, cron.c) -------------------------------------
+ * Periodic submits, driven by sweep() and the background worker.  Cron
+ * expressions have 5 fields in UTC; each tick is submitted with the
+ * idempotency key name@YYYY-MM-DDTHH:MIZ, so no tick is ever doubled.
+ */
+CREATE FUNCTION job_state.cron_next(cron pg_catalog.text,
+	after pg_catalog.timestamptz)
+	RETURNS pg_catalog.timestamptz
+	AS 'MODULE_PATHNAME', 'js_cron_next'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION job_state.cron_next(pg_catalog.text, pg_catalog.timestamptz) IS
+	'first tick of a 5-field cron expression (minute hour day-of-month month day-of-week, UTC) strictly after the given time; 22023 names the field of a bad expression';
+
+CREATE FUNCTION job_state.cron_prev(cron pg_catalog.text,
+	at pg_catalog.timestamptz)
+	RETURNS pg_catalog.timestamptz
+	AS 'MODULE_PATHNAME', 'js_cron_prev'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION job_state.cron_prev(pg_catalog.text, pg_catalog.timestamptz) IS
+	'latest tick of a 5-field cron expression (UTC) at or before the given time';
+
+CREATE TABLE job_state.schedule (
+	name pg_catalog.text PRIMARY KEY
+		CHECK (pg_catalog.length(name) BETWEEN 1 AND 128
+			   AND pg_catalog.octet_length(name) <= 237),
+	cron pg_catalog.text NOT NULL
+		CONSTRAINT schedule_cron_valid
+		CHECK (job_state.cron_next(cron, '2000-01-01 00:00:00+00') IS NOT NULL),
+	queue pg_catalog.text NOT NULL
+		CHECK (pg_catalog.length(queue) BETWEEN 1 AND 128),
+	input pg_catalog.jsonb NOT NULL,
+	last_tick pg_catalog.timestamptz,
+	created_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE job_state.schedule IS
+	'one row per schedule: cron expression (UTC), queue and input of its jobs, and the last tick submitted; written by schedule, unschedule and sweep';
+COMMENT ON COLUMN job_state.schedule.last_tick IS
+	'the latest tick submitted; NULL until the first (a tick counts from created_at truncated to the minute)';
+
+CREATE FUNCTION job_state.schedule(
+	name pg_catalog.text,
+	cron pg_catalog.text,
+	queue pg_catalog.text,
+	input pg_catalog.jsonb)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_schedule'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.schedule(pg_catalog.text, pg_catalog.text,
+	pg_catalog.text, pg_catalog.jsonb) IS
+	'submits input to queue at every tick of cron (5 fields, UTC) with idempotency key name@YYYY-MM-DDTHH:MIZ; after downtime only the latest missed tick';
+
+CREATE FUNCTION job_state.unschedule(name pg_catalog.text)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_unschedule'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.unschedule(pg_catalog.text) IS
+	'removes a schedule (the jobs it submitted stay)';
+
+SELECT pg_catalog.pg_extension_config_dump('job_state.schedule', '');
+/* ---- end of Schedules ------------------------------------------------- */
+
+/*
  * Privileges: nothing for PUBLIC; see the README for the role recipe.
  */
 REVOKE ALL ON ALL TABLES IN SCHEMA job_state FROM PUBLIC;
@@ -643,6 +761,10 @@ GRANT EXECUTE ON FUNCTION
 	job_state.token_generation(job_state.claim_token),
 	job_state.stale_refusals(pg_catalog.int4)
 	TO PUBLIC;
+GRANT EXECUTE ON FUNCTION
+	job_state.cron_next(pg_catalog.text, pg_catalog.timestamptz),
+	job_state.cron_prev(pg_catalog.text, pg_catalog.timestamptz)
+	TO PUBLIC;
 
 /*
  * pg_dump keeps the data (the secret too, so tokens survive a restore).
@@ -652,5 +774,6 @@ SELECT pg_catalog.pg_extension_config_dump('job_state.queue', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_event', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.spend', '');
+SELECT pg_catalog.pg_extension_config_dump('job_state.operation', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.queue_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_id_seq', '');

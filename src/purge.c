@@ -4,7 +4,8 @@
  *	  purge(older_than): the only way finished jobs leave the database.
  *
  * Deletes succeeded, failed and cancelled jobs that finished before
- * now() - older_than, together with their history and spend records, in
+ * now() - older_than, together with their history, spend and operation
+ * records, in
  * one statement.  The job trigger refuses every other DELETE; it lets this
  * one through while js_purging is set.  Unknown jobs are never purged:
  * they wait for reconcile.  Once a job is purged its idempotency key can
@@ -29,6 +30,8 @@ static JsPlan purge_plan = {
 	" e AS (DELETE FROM job_state.job_event v USING d"
 	"  WHERE v.queue = d.queue AND v.job_id = d.id),"
 	" s AS (DELETE FROM job_state.spend v USING d"
+	"  WHERE v.queue = d.queue AND v.job_id = d.id),"
+	" o AS (DELETE FROM job_state.operation v USING d"
 	"  WHERE v.queue = d.queue AND v.job_id = d.id)"
 	" SELECT pg_catalog.count(*) FROM d",
 	1, {INTERVALOID}
