@@ -13,7 +13,8 @@ OBJS = \
 	src/budget.o \
 	src/fence.o \
 	src/queue.o \
-	src/purge.o
+	src/purge.o \
+	src/operation.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
