@@ -14,7 +14,8 @@ OBJS = \
 	src/fence.o \
 	src/queue.o \
 	src/purge.o \
-	src/operation.o
+	src/operation.o \
+	src/limits.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 

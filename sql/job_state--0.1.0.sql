@@ -154,6 +154,7 @@ CREATE TABLE job_state.queue (
 	per_key_limit pg_catalog.int4
 		CHECK (per_key_limit > 0),
 	paused pg_catalog.bool NOT NULL DEFAULT false,
+	uses_resources pg_catalog.bool NOT NULL DEFAULT false,
 	created_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE job_state.queue IS
@@ -191,6 +192,7 @@ CREATE TABLE job_state.job (
 	concurrency_key pg_catalog.text
 		CHECK (pg_catalog.octet_length(concurrency_key) BETWEEN 1 AND 255),
 	cancel_requested pg_catalog.bool NOT NULL DEFAULT false,
+	holds_slots pg_catalog.bool NOT NULL DEFAULT false,
 	lease_expires_at pg_catalog.timestamptz,
 	worker pg_catalog.text,
 	submitted_by pg_catalog.text NOT NULL DEFAULT CURRENT_USER,
@@ -247,6 +249,35 @@ CREATE TABLE job_state.spend (
 COMMENT ON TABLE job_state.spend IS
 	'ledger of charge() calls; job.spent holds the running totals';
 CREATE INDEX spend_job ON job_state.spend (queue, job_id);
+
+/*
+ * Limits shared by all claimers: resources (a model's quota across queues)
+ * and the slot rows that count running jobs per queue, resource and key.
+ */
+CREATE TABLE job_state.resource (
+	name pg_catalog.text PRIMARY KEY
+		CHECK (pg_catalog.length(name) BETWEEN 1 AND 128),
+	concurrency_limit pg_catalog.int4 CHECK (concurrency_limit > 0),
+	max_starts_per_second pg_catalog.float8 CHECK (max_starts_per_second > 0),
+	tokens pg_catalog.float8 NOT NULL DEFAULT 1,
+	refilled_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	created_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE job_state.resource IS
+	'limits shared by every queue whose jobs name the resource: running jobs and a token bucket on starts';
+
+CREATE TABLE job_state.slot (
+	kind pg_catalog.text NOT NULL CHECK (kind IN ('queue', 'resource', 'key')),
+	scope pg_catalog.text NOT NULL,
+	key pg_catalog.text NOT NULL DEFAULT '',
+	n pg_catalog.int4 NOT NULL CHECK (n > 0),
+	queue pg_catalog.text,
+	job_id pg_catalog.int8,
+	PRIMARY KEY (kind, scope, key, n)
+) WITH (fillfactor = 50);
+COMMENT ON TABLE job_state.slot IS
+	'one row per unit of a concurrency limit; job_id is the running job holding it';
+CREATE INDEX slot_holder ON job_state.slot (job_id) WHERE job_id IS NOT NULL;
 
 /*
  * Side effects: one row per external operation of a job.
@@ -325,6 +356,17 @@ CREATE TRIGGER job_state_fsm
 CREATE TRIGGER job_state_event
 	AFTER INSERT OR UPDATE ON job_state.job
 	FOR EACH ROW EXECUTE FUNCTION job_state.job_event_trigger();
+CREATE FUNCTION job_state.release_slots_trigger()
+	RETURNS trigger
+	AS 'MODULE_PATHNAME', 'js_release_slots_trigger'
+	LANGUAGE C;
+COMMENT ON FUNCTION job_state.release_slots_trigger() IS
+	'frees the concurrency slots of a job that leaves running';
+CREATE TRIGGER job_state_slots
+	AFTER UPDATE ON job_state.job
+	FOR EACH ROW
+	WHEN (OLD.holds_slots AND NEW.status <> 'running')
+	EXECUTE FUNCTION job_state.release_slots_trigger();
 CREATE TRIGGER job_state_truncate
 	BEFORE TRUNCATE ON job_state.job
 	FOR EACH STATEMENT EXECUTE FUNCTION job_state.job_truncate_trigger();
@@ -357,6 +399,7 @@ CREATE TRIGGER job_state_append_only_truncate
 ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_fsm;
 ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_event;
 ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_truncate;
+ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_slots;
 ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only;
 ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only_truncate;
 ALTER TABLE job_state.spend ENABLE ALWAYS TRIGGER job_state_spend_append_only;
@@ -428,6 +471,17 @@ CREATE FUNCTION job_state.resume_queue(name pg_catalog.text)
 	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION job_state.resume_queue(pg_catalog.text) IS
 	'lets claims take jobs from a paused queue again';
+
+CREATE FUNCTION job_state.create_resource(
+	name pg_catalog.text,
+	concurrency_limit pg_catalog.int4,
+	max_starts_per_second pg_catalog.float8 DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_create_resource'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.create_resource(pg_catalog.text, pg_catalog.int4, pg_catalog.float8) IS
+	'a limit shared by all queues whose jobs name it: at most concurrency_limit running, at most max_starts_per_second starts';
 
 /*
  * Jobs
@@ -771,6 +825,8 @@ GRANT EXECUTE ON FUNCTION
  */
 SELECT pg_catalog.pg_extension_config_dump('job_state.secret', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.queue', '');
+SELECT pg_catalog.pg_extension_config_dump('job_state.resource', '');
+SELECT pg_catalog.pg_extension_config_dump('job_state.slot', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_event', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.spend', '');

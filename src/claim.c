@@ -10,6 +10,8 @@
  * (reason attempts_exhausted, deadline_exceeded or budget_exhausted) and
  * claim looks for more.  Before picking, claim applies lease expiry in the
  * queue (lease.c), so an idle sweeper is never needed for correctness.
+ * Queues with a concurrency limit, a per-key limit or jobs naming a
+ * resource take the slot-taking path of limits.c instead.
  *
  * Locks: the row locks of the jobs it takes (and of the leases it expires).
  *
@@ -28,8 +30,9 @@ PG_FUNCTION_INFO_V1(js_heartbeat);
 PG_FUNCTION_INFO_V1(js_assert_claim);
 
 static JsPlan queue_plan = {
-	"SELECT id, LEAST(COALESCE($2, lease), max_lease),"
-	"  paused FROM job_state.queue WHERE name = $1",
+	"SELECT id, LEAST(COALESCE($2, lease), max_lease), paused,"
+	"  concurrency_limit, per_key_limit, uses_resources"
+	" FROM job_state.queue WHERE name = $1",
 	2, {TEXTOID, INTERVALOID}
 };
 
@@ -84,6 +87,12 @@ js_claim(PG_FUNCTION_ARGS)
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 	int			claimed = 0;
 	bool		isnull;
+	bool		paused;
+	bool		limited;
+	bool		no_queue_limit;
+	bool		no_key_limit;
+	int32		queue_limit;
+	int32		key_limit;
 
 	JsRefuseNull(fcinfo, 0, "queue");
 	JsRefuseNull(fcinfo, 1, "worker");
@@ -113,15 +122,27 @@ js_claim(PG_FUNCTION_ARGS)
 				 errhint("Create it with job_state.create_queue().")));
 	queue_id = JsGetInt32(0, 1, NULL);
 	values[3] = JsGetDatumCopy(0, 2, &isnull);
-	if (JsGetBool(0, 3))
+	paused = JsGetBool(0, 3);
+	queue_limit = JsGetInt32(0, 4, &no_queue_limit);
+	key_limit = JsGetInt32(0, 5, &no_key_limit);
+	limited = !no_queue_limit || !no_key_limit || JsGetBool(0, 6);
+
+	JsExpireLeases(queue);
+
+	if (paused)
 	{
-		/* paused: expire leases, take nothing */
-		JsExpireLeases(queue);
 		SPI_finish();
 		return (Datum) 0;
 	}
-
-	JsExpireLeases(queue);
+	if (limited)
+	{
+		/* concurrency or rate limits apply: the slot-taking path */
+		JsClaimWithLimits(queue, queue_id, PG_GETARG_DATUM(1), values[3],
+						  max_jobs, !no_queue_limit, queue_limit,
+						  !no_key_limit, key_limit, rsinfo);
+		SPI_finish();
+		return (Datum) 0;
+	}
 
 	values[0] = PG_GETARG_DATUM(0);
 	values[2] = PG_GETARG_DATUM(1);

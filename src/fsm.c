@@ -124,6 +124,7 @@ typedef struct JsJobColumns
 	int			max_attempts;
 	int			budget;
 	int			spent;
+	int			holds_slots;
 	int			cancel_requested;
 	int			lease_expires_at;
 	int			worker;
@@ -167,6 +168,7 @@ JsJobColumnsFor(Relation rel)
 	js_cols.deadline = JsColumn(tupdesc, "deadline");
 	js_cols.max_attempts = JsColumn(tupdesc, "max_attempts");
 	js_cols.budget = JsColumn(tupdesc, "budget");
+	js_cols.holds_slots = JsColumn(tupdesc, "holds_slots");
 	js_cols.spent = JsColumn(tupdesc, "spent");
 	js_cols.cancel_requested = JsColumn(tupdesc, "cancel_requested");
 	js_cols.lease_expires_at = JsColumn(tupdesc, "lease_expires_at");
@@ -387,9 +389,9 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 	JsStatus	to = JsTupleStatus(cols, newtup, tupdesc);
 	int64		job_id = JsTupleJobId(cols, oldtup, tupdesc);
 	TimestampTz now = GetCurrentTimestamp();
-	int			setcols[8];
-	Datum		setvals[8];
-	bool		setnulls[8];
+	int			setcols[10];
+	Datum		setvals[10];
+	bool		setnulls[10];
 	int			nset = 0;
 	bool		isnull;
 	int32		old_gen;
@@ -534,11 +536,14 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 	else if (from != to && to != JS_ACCEPTED)
 		SET_COLUMN(cols->finished_at, TimestampTzGetDatum(now), false);
 
+	/* off running: no lease, and the slots go back (job_state_slots) */
 	if (to != JS_RUNNING)
 	{
 		(void) heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
 		if (!isnull)
 			SET_COLUMN(cols->lease_expires_at, (Datum) 0, true);
+		if (DatumGetBool(heap_getattr(newtup, cols->holds_slots, tupdesc, &isnull)))
+			SET_COLUMN(cols->holds_slots, BoolGetDatum(false), false);
 	}
 
 #undef SET_COLUMN

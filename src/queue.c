@@ -206,6 +206,9 @@ js_create_queue(PG_FUNCTION_ARGS)
 						text_to_cstring(PG_GETARG_TEXT_PP(ARG_NAME))),
 				 errhint("Use job_state.alter_queue() to change its options.")));
 	JsCreateStaleCounter(JsGetInt32(0, 1, NULL));
+	if (!PG_ARGISNULL(ARG_CONCURRENCY_LIMIT))
+		JsEnsureSlots("queue", text_to_cstring(PG_GETARG_TEXT_PP(ARG_NAME)), NULL,
+					  PG_GETARG_INT32(ARG_CONCURRENCY_LIMIT));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -222,6 +225,9 @@ js_alter_queue(PG_FUNCTION_ARGS)
 	SPI_connect();
 	if (JsExecute(&alter_plan, values, nulls, false, 0) == 0)
 		JsNoSuchQueue(fcinfo);
+	if (!PG_ARGISNULL(ARG_CONCURRENCY_LIMIT))
+		JsEnsureSlots("queue", text_to_cstring(PG_GETARG_TEXT_PP(ARG_NAME)), NULL,
+					  PG_GETARG_INT32(ARG_CONCURRENCY_LIMIT));
 	SPI_finish();
 	PG_RETURN_VOID();
 }

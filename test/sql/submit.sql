@@ -29,6 +29,7 @@ SELECT input_hash = sha256(convert_to(input::text, 'UTF8')) AS hash_is_sha256
   FROM job_state.job WHERE idempotency_key = 'key-1' AND queue = 'sub';
 
 -- defaults and options stored
+SELECT job_state.create_resource('model-a', 2);
 SELECT job_id AS j FROM job_state.submit('sub2', '{"y": 1}', priority => 5,
     deadline => '2999-01-01 00:00+00', budget => '{"usd_cents": 500, "tokens": 2e5}',
     resource => 'model-a', concurrency_key => 'user-42') \gset
@@ -54,6 +55,7 @@ SELECT * FROM job_state.submit('sub', '{}', budget => '{"usd": "ten"}');
 SELECT * FROM job_state.submit('sub', '{}', budget => '{"": 1}');
 SELECT * FROM job_state.submit('sub', '{}', concurrency_key => '');
 SELECT * FROM job_state.submit('sub', '{}', resource => '');
+SELECT * FROM job_state.submit('sub', '{}', resource => 'no-such-model');
 -- nothing was written by the refused calls
 SELECT count(*) AS jobs FROM job_state.job;
 

@@ -1,0 +1,400 @@
+/*-------------------------------------------------------------------------
+ *
+ * limits.c
+ *	  Concurrency slots and start-rate limits, shared by all claimers.
+ *
+ * A limit of N running jobs is N rows of job_state.slot: (kind, scope, key,
+ * n) with kind 'queue' (queue option concurrency_limit), 'resource'
+ * (create_resource's concurrency_limit, shared by every queue whose jobs
+ * name it) or 'key' (queue option per_key_limit, one set per concurrency
+ * key, created on first submit of the key).  A job may start only holding
+ * one free slot of each limit that applies to it; claim takes slots with
+ * FOR UPDATE SKIP LOCKED, so claimers never wait for one another and never
+ * serialise on a single hot row: a slot another claimer is taking or a
+ * finishing job is freeing is simply skipped.  Under READ COMMITTED the row
+ * lock re-checks "job_id IS NULL" on the newest version, so a slot taken by
+ * a claimer that committed after our snapshot is never taken twice.  The
+ * number of running jobs of a scope therefore never exceeds its N.
+ *
+ * Slots are freed by the job trigger when a job leaves running (succeed,
+ * fail, retry, cancel, lease expiry, raw SQL alike): the BEFORE trigger
+ * clears job.holds_slots and the AFTER trigger releases the rows.
+ *
+ * max_starts_per_second is a token bucket on the resource row (burst: one
+ * second's worth, at least 1).  A claimer that finds the row locked by
+ * another claimer skips the job: claim returns fewer jobs, never waits.
+ *
+ * Locks, in order: queue slot rows, candidate job rows, resource row,
+ * resource slot rows, key slot rows.  All SKIP LOCKED.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "commands/trigger.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+#include "utils/tuplestore.h"
+
+#include "job_state.h"
+
+PG_FUNCTION_INFO_V1(js_create_resource);
+PG_FUNCTION_INFO_V1(js_release_slots_trigger);
+
+/* ensure rows 1..n of a slot scope exist */
+static JsPlan ensure_plan = {
+	"INSERT INTO job_state.slot (kind, scope, key, n)"
+	" SELECT $1, $2, $3, g FROM pg_catalog.generate_series(1, $4) g"
+	" ON CONFLICT (kind, scope, key, n) DO NOTHING",
+	4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}
+};
+
+void
+JsEnsureSlots(const char *kind, const char *scope, const char *key, int32 limit)
+{
+	Datum		values[4];
+
+	values[0] = CStringGetTextDatum(kind);
+	values[1] = CStringGetTextDatum(scope);
+	values[2] = CStringGetTextDatum(key ? key : "");
+	values[3] = Int32GetDatum(limit);
+	JsExecute(&ensure_plan, values, NULL, false, 0);
+}
+
+static JsPlan create_resource_plan = {
+	"INSERT INTO job_state.resource (name, concurrency_limit, max_starts_per_second, tokens)"
+	" VALUES ($1, $2, $3, GREATEST(COALESCE($3, 1), 1))"
+	" ON CONFLICT (name) DO NOTHING",
+	3, {TEXTOID, INT4OID, FLOAT8OID}
+};
+
+Datum
+js_create_resource(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+
+	JsRefuseNull(fcinfo, 0, "name");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	JsCheckName("resource", name);
+	if (!PG_ARGISNULL(1) && PG_GETARG_INT32(1) < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("concurrency_limit must be at least 1"),
+				 errdetail("The value given is %d.", PG_GETARG_INT32(1))));
+	if (!PG_ARGISNULL(2) && !(PG_GETARG_FLOAT8(2) > 0 && PG_GETARG_FLOAT8(2) <= 1e6))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_starts_per_second must be greater than 0 and at most 1000000")));
+	if (PG_ARGISNULL(1) && PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a resource needs concurrency_limit or max_starts_per_second")));
+
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
+	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+
+	SPI_connect();
+	if (JsExecute(&create_resource_plan, values, nulls, false, 0) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("resource \"%s\" already exists", name)));
+	if (!PG_ARGISNULL(1))
+		JsEnsureSlots("resource", name, NULL, PG_GETARG_INT32(1));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * The slow claim path, for queues with a limit or jobs naming a resource.
+ */
+
+/* free slots of a scope, locked; $4 how many */
+static JsPlan free_slots_plan = {
+	"SELECT n FROM job_state.slot"
+	" WHERE kind = $1 AND scope = $2 AND key = $3 AND job_id IS NULL"
+	"  AND n OPERATOR(pg_catalog.<=) $5"
+	" ORDER BY n LIMIT $4"
+	" FOR UPDATE SKIP LOCKED",
+	5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID}
+};
+
+static JsPlan candidates_plan = {
+	"SELECT j.id, j.resource, j.concurrency_key,"
+	"   CASE WHEN j.max_attempts IS NOT NULL"
+	"         AND j.attempts OPERATOR(pg_catalog.>=) j.max_attempts"
+	"        THEN 'attempts_exhausted'"
+	"        WHEN j.deadline OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+	"        THEN 'deadline_exceeded'"
+	"        WHEN j.budget IS NOT NULL"
+	"         AND job_state.budget_exhausted(j.budget, j.spent)"
+	"        THEN 'budget_exhausted' END AS used_up"
+	"  FROM job_state.job j"
+	"  WHERE j.queue = $1 AND j.status = 'accepted'"
+	"   AND j.run_after OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+	"  ORDER BY j.priority DESC, j.run_after, j.id"
+	"  LIMIT $2"
+	"  FOR NO KEY UPDATE OF j SKIP LOCKED",
+	2, {TEXTOID, INT4OID}
+};
+
+static JsPlan used_up_plan = {
+	"UPDATE job_state.job SET status = 'failed', reason = $3"
+	" WHERE queue = $1 AND id = $2 AND status = 'accepted'",
+	3, {TEXTOID, INT8OID, TEXTOID}
+};
+
+/* the resource's limits; no lock */
+static JsPlan resource_plan = {
+	"SELECT concurrency_limit, max_starts_per_second IS NOT NULL"
+	" FROM job_state.resource WHERE name = $1",
+	1, {TEXTOID}
+};
+
+/* the token bucket, refilled to now; only if no other claimer holds it */
+static JsPlan bucket_plan = {
+	"SELECT LEAST(GREATEST(max_starts_per_second, 1),"
+	"   tokens OPERATOR(pg_catalog.+) (max_starts_per_second OPERATOR(pg_catalog.*)"
+	"    EXTRACT(epoch FROM pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) refilled_at)::pg_catalog.float8))"
+	" FROM job_state.resource WHERE name = $1"
+	" FOR NO KEY UPDATE SKIP LOCKED",
+	1, {TEXTOID}
+};
+
+static JsPlan take_token_plan = {
+	"UPDATE job_state.resource SET tokens = $2 OPERATOR(pg_catalog.-) 1,"
+	"  refilled_at = pg_catalog.clock_timestamp()"
+	" WHERE name = $1",
+	2, {TEXTOID, FLOAT8OID}
+};
+
+static JsPlan start_plan = {
+	"UPDATE job_state.job SET status = 'running', reason = NULL, worker = $3,"
+	"  lease_expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4,"
+	"  holds_slots = $5"
+	" WHERE queue = $1 AND id = $2 AND status = 'accepted'"
+	" RETURNING generation, attempts, input, deadline",
+	5, {TEXTOID, INT8OID, TEXTOID, INTERVALOID, BOOLOID}
+};
+
+static JsPlan hold_slot_plan = {
+	"UPDATE job_state.slot SET job_id = $5, queue = $6"
+	" WHERE kind = $1 AND scope = $2 AND key = $3 AND n = $4",
+	6, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID, TEXTOID}
+};
+
+static JsPlan release_plan = {
+	"UPDATE job_state.slot SET job_id = NULL, queue = NULL"
+	" WHERE job_id = $1",
+	1, {INT8OID}
+};
+
+/* one free slot of a scope, or 0 */
+static int32
+JsTakeSlot(const char *kind, const char *scope, const char *key, int32 limit)
+{
+	Datum		values[5];
+
+	values[0] = CStringGetTextDatum(kind);
+	values[1] = CStringGetTextDatum(scope);
+	values[2] = CStringGetTextDatum(key ? key : "");
+	values[3] = Int32GetDatum(1);
+	values[4] = Int32GetDatum(limit);
+	if (JsExecute(&free_slots_plan, values, NULL, false, 0) == 0)
+		return 0;
+	return JsGetInt32(0, 1, NULL);
+}
+
+static void
+JsHoldSlot(const char *kind, const char *scope, const char *key, int32 n,
+		   int64 job_id, const char *queue)
+{
+	Datum		values[6];
+
+	values[0] = CStringGetTextDatum(kind);
+	values[1] = CStringGetTextDatum(scope);
+	values[2] = CStringGetTextDatum(key ? key : "");
+	values[3] = Int32GetDatum(n);
+	values[4] = Int64GetDatum(job_id);
+	values[5] = CStringGetTextDatum(queue);
+	JsExecute(&hold_slot_plan, values, NULL, false, 0);
+}
+
+/*
+ * May the job start as far as its resource is concerned?  Takes a resource
+ * slot (*slot, 0 if the resource limits no concurrency) and a start token.
+ */
+static bool
+JsResourceAdmits(const char *resource, int32 *slot)
+{
+	Datum		arg = CStringGetTextDatum(resource);
+	bool		no_limit;
+	bool		rated;
+	bool		isnull;
+	int32		limit;
+	double		tokens = 0;
+
+	*slot = 0;
+	if (JsExecute(&resource_plan, &arg, NULL, true, 1) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("resource \"%s\" does not exist", resource)));
+	limit = JsGetInt32(0, 1, &no_limit);
+	rated = JsGetBool(0, 2);
+	if (rated)
+	{
+		/* a bucket another claimer holds right now counts as empty */
+		if (JsExecute(&bucket_plan, &arg, NULL, false, 0) == 0)
+			return false;
+		tokens = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 1, &isnull));
+		if (tokens < 1.0)
+			return false;
+	}
+	if (!no_limit)
+	{
+		*slot = JsTakeSlot("resource", resource, NULL, limit);
+		if (*slot == 0)
+			return false;
+	}
+	if (rated)
+	{
+		Datum		values[2];
+
+		values[0] = arg;
+		values[1] = Float8GetDatum(tokens);
+		JsExecute(&take_token_plan, values, NULL, false, 0);
+	}
+	return true;
+}
+
+int
+JsClaimWithLimits(const char *queue, int32 queue_id, Datum worker, Datum lease,
+				  int32 max_jobs, bool has_queue_limit, int32 queue_limit,
+				  bool has_key_limit, int32 key_limit, ReturnSetInfo *rsinfo)
+{
+	int32	   *queue_slots = NULL;
+	int			nqueue_slots = 0;
+	int			want = max_jobs;
+	int			claimed = 0;
+	int			ncand;
+	int			i;
+	Datum		values[5];
+	SPITupleTable *cands;
+
+	if (has_queue_limit)
+	{
+		values[0] = CStringGetTextDatum("queue");
+		values[1] = CStringGetTextDatum(queue);
+		values[2] = CStringGetTextDatum("");
+		values[3] = Int32GetDatum(max_jobs);
+		values[4] = Int32GetDatum(queue_limit);
+		nqueue_slots = JsExecute(&free_slots_plan, values, NULL, false, 0);
+		queue_slots = palloc(sizeof(int32) * Max(nqueue_slots, 1));
+		for (i = 0; i < nqueue_slots; i++)
+			queue_slots[i] = JsGetInt32(i, 1, NULL);
+		want = Min(want, nqueue_slots);
+		if (want == 0)
+			return 0;
+	}
+
+	/* a window of candidates: some may be held back by their resource or key */
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int32GetDatum(Min(want * 4 + 16, 10000));
+	ncand = JsExecute(&candidates_plan, values, NULL, false, 0);
+	cands = SPI_tuptable;
+
+	for (i = 0; i < ncand && claimed < want; i++)
+	{
+		HeapTuple	row = cands->vals[i];
+		TupleDesc	desc = cands->tupdesc;
+		bool		isnull;
+		int64		job_id = DatumGetInt64(SPI_getbinval(row, desc, 1, &isnull));
+		char	   *resource = SPI_getvalue(row, desc, 2);
+		char	   *key = SPI_getvalue(row, desc, 3);
+		char	   *used_up = SPI_getvalue(row, desc, 4);
+		int32		resource_slot = 0;
+		int32		key_slot = 0;
+		bool		holds;
+		Datum		start[5];
+		Datum		out[5];
+		bool		outnulls[5] = {false, false, false, false, false};
+		int32		generation;
+
+		start[0] = CStringGetTextDatum(queue);
+		start[1] = Int64GetDatum(job_id);
+		if (used_up != NULL)
+		{
+			start[2] = CStringGetTextDatum(used_up);
+			JsExecute(&used_up_plan, start, NULL, false, 0);
+			continue;
+		}
+		if (resource != NULL && !JsResourceAdmits(resource, &resource_slot))
+			continue;
+		if (has_key_limit && key != NULL)
+		{
+			key_slot = JsTakeSlot("key", queue, key, key_limit);
+			if (key_slot == 0)
+				continue;
+		}
+
+		holds = has_queue_limit || resource_slot != 0 || key_slot != 0;
+		start[2] = worker;
+		start[3] = lease;
+		start[4] = BoolGetDatum(holds);
+		if (JsExecute(&start_plan, start, NULL, false, 0) != 1)
+			continue;
+
+		generation = JsGetInt32(0, 1, NULL);
+		out[1] = Int64GetDatum(job_id);
+		out[2] = Int32GetDatum(JsGetInt32(0, 2, NULL));
+		out[3] = JsGetDatumCopy(0, 3, &outnulls[3]);
+		out[4] = JsGetDatumCopy(0, 4, &outnulls[4]);
+		/* minting may run SPI (first use of the secret): after the reads */
+		out[0] = ClaimTokenGetDatum(JsTokenMint(job_id, generation, queue_id));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
+
+		if (has_queue_limit)
+			JsHoldSlot("queue", queue, NULL, queue_slots[claimed], job_id, queue);
+		if (resource_slot != 0)
+			JsHoldSlot("resource", resource, NULL, resource_slot, job_id, queue);
+		if (key_slot != 0)
+			JsHoldSlot("key", queue, key, key_slot, job_id, queue);
+		claimed++;
+	}
+	return claimed;
+}
+
+/*
+ * job_state_slots (AFTER UPDATE, WHEN the old row held slots and the new
+ * one is not running): free the job's slots.
+ */
+Datum
+js_release_slots_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	tupdesc;
+	Datum		id;
+	bool		isnull;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "job_state_slots: not called by trigger manager");
+	if (!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		elog(ERROR, "job_state_slots: must be fired after update, for each row");
+
+	tupdesc = RelationGetDescr(trigdata->tg_relation);
+	id = heap_getattr(trigdata->tg_trigtuple, SPI_fnumber(tupdesc, "id"), tupdesc, &isnull);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "job_state_slots: SPI_connect failed");
+	JsExecute(&release_plan, &id, NULL, false, 0);
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}

@@ -1,0 +1,82 @@
+-- concurrency slots (queue, resource, per key) and start-rate limits
+SET client_min_messages = warning;
+DROP EXTENSION job_state CASCADE;
+RESET client_min_messages;
+CREATE EXTENSION job_state;
+\set VERBOSITY sqlstate
+
+-- a queue limit of 2: never more than 2 running, whatever max_jobs asks
+SELECT job_state.create_queue('lim', concurrency_limit => 2, retry_interval => '0', jitter => 'none');
+SELECT count(*) FROM (SELECT job_state.submit('lim', jsonb_build_object('n', i)) FROM generate_series(1, 6) i) s;
+CREATE TABLE lt AS SELECT token, job_id FROM job_state.claim('lim', 'w', max_jobs => 5);
+SELECT count(*) AS claimed FROM lt;
+SELECT count(*) AS more FROM job_state.claim('lim', 'w', max_jobs => 5);
+SELECT kind, scope, n, job_id IS NOT NULL AS held FROM job_state.slot ORDER BY kind, scope, n;
+-- every way out of running frees the slot
+SELECT job_state.succeed(token) FROM lt WHERE job_id = (SELECT min(job_id) FROM lt);
+INSERT INTO lt SELECT token, job_id FROM job_state.claim('lim', 'w', max_jobs => 5);
+SELECT count(*) AS running FROM job_state.job WHERE queue = 'lim' AND status = 'running';
+SELECT job_state.fail(token, 'transient') FROM lt WHERE job_id = (SELECT max(job_id) FROM lt);
+INSERT INTO lt SELECT token, job_id FROM job_state.claim('lim', 'w', max_jobs => 5);
+SELECT count(*) AS running FROM job_state.job WHERE queue = 'lim' AND status = 'running';
+UPDATE job_state.job SET lease_expires_at = clock_timestamp() - interval '1 s' WHERE queue = 'lim' AND status = 'running';
+SELECT job_state.sweep() AS expired;
+SELECT count(*) AS held FROM job_state.slot WHERE job_id IS NOT NULL;
+SELECT count(*) AS after_expiry FROM job_state.claim('lim', 'w', max_jobs => 5);
+SELECT job_state.cancel(id) FROM job_state.job WHERE queue = 'lim' AND status = 'running';
+SELECT job_state.fail(token, 'permanent') FROM job_state.claim('lim', 'w') c;
+SELECT count(*) AS held FROM job_state.slot WHERE job_id IS NOT NULL;
+-- raising the limit adds slots; lowering it stops using the extra ones
+SELECT job_state.alter_queue('lim', concurrency_limit => 3);
+SELECT count(*) AS slots FROM job_state.slot WHERE scope = 'lim';
+SELECT count(*) AS claimed_with_3 FROM job_state.claim('lim', 'w', max_jobs => 10);
+SELECT job_state.alter_queue('lim', concurrency_limit => 1);
+SELECT job_state.fail(c.token, 'permanent') FROM job_state.claim('lim', 'w') c;
+
+-- a resource shared by two queues: at most 2 running across both
+SELECT job_state.create_resource('model-x', 2);
+SELECT job_state.create_queue('qa');
+SELECT job_state.create_queue('qb');
+SELECT count(*) FROM (SELECT job_state.submit(q, jsonb_build_object('n', i), resource => 'model-x')
+                        FROM generate_series(1, 3) i, unnest(ARRAY['qa', 'qb']) q) s;
+SELECT job_id FROM job_state.submit('qa', '{"free": true}');
+SELECT count(*) AS qa_claimed FROM job_state.claim('qa', 'w', max_jobs => 10);
+SELECT count(*) AS qb_claimed FROM job_state.claim('qb', 'w', max_jobs => 10);
+SELECT resource, count(*) FROM job_state.job WHERE status = 'running' GROUP BY resource ORDER BY resource;
+-- errors
+SELECT job_state.create_resource('model-x', 2);
+SELECT job_state.create_resource('', 2);
+SELECT job_state.create_resource('r', 0);
+SELECT job_state.create_resource('r', NULL);
+SELECT job_state.create_resource('r', NULL, 0);
+SELECT job_state.create_resource(NULL, 1);
+
+-- per-key limit: one running job per customer, no key rows to create first
+SELECT job_state.create_queue('per', per_key_limit => 1);
+SELECT count(*) FROM (SELECT job_state.submit('per', jsonb_build_object('n', i), concurrency_key => 'user-' || (i % 2))
+                        FROM generate_series(1, 6) i) s;
+SELECT job_id FROM job_state.submit('per', '{"no": "key"}');
+SELECT concurrency_key, count(*) FROM job_state.claim('per', 'w', max_jobs => 10) c
+  JOIN job_state.job j ON j.id = c.job_id GROUP BY 1 ORDER BY 1;
+SELECT count(*) AS more FROM job_state.claim('per', 'w', max_jobs => 10);
+SELECT job_state.succeed(c.token) FROM job_state.claim('per', 'w') c;
+
+-- start rate: a token bucket, one start every 2 s (burst: 1)
+SELECT job_state.create_resource('slow-api', NULL, 0.5);
+SELECT job_state.create_queue('rate');
+SELECT count(*) FROM (SELECT job_state.submit('rate', jsonb_build_object('n', i), resource => 'slow-api')
+                        FROM generate_series(1, 10) i) s;
+SELECT count(*) AS burst FROM job_state.claim('rate', 'w', max_jobs => 10);
+SELECT count(*) AS right_after FROM job_state.claim('rate', 'w', max_jobs => 10);
+-- as if 10 s had passed: the bucket holds at most its burst
+UPDATE job_state.resource SET refilled_at = refilled_at - interval '10 s' WHERE name = 'slow-api';
+SELECT count(*) AS ten_seconds_later FROM job_state.claim('rate', 'w', max_jobs => 10);
+-- a faster bucket: 5 per second, a burst of 5
+SELECT job_state.create_resource('fast-api', NULL, 5);
+SELECT job_state.create_queue('rate5');
+SELECT count(*) FROM (SELECT job_state.submit('rate5', jsonb_build_object('n', i), resource => 'fast-api')
+                        FROM generate_series(1, 10) i) s;
+SELECT count(*) AS burst5 FROM job_state.claim('rate5', 'w', max_jobs => 10);
+-- a resource with both limits, and one without a rate: the bucket row is not touched
+SELECT job_state.create_resource('both', 1, 100);
+SELECT tokens AS model_x_tokens FROM job_state.resource WHERE name = 'model-x';
