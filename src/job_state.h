@@ -16,6 +16,7 @@
 
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "nodes/execnodes.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -24,6 +25,8 @@
 /* GUCs (job_state.c) */
 extern bool js_track_events;
 extern bool js_restore;
+extern int	js_sweep_interval;
+extern char *js_database;
 
 /*
  * Job statuses, in the order of the job_state.status enum.
@@ -104,11 +107,41 @@ extern void JsCheckBudget(Jsonb *budget);
 extern void JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra);
 extern char *JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent);
 
+/* limits.c */
+extern void JsEnsureSlots(const char *kind, const char *scope, const char *key,
+						  int32 limit);
+extern int	JsClaimWithLimits(const char *queue, int32 queue_id, Datum worker,
+							  Datum lease, int32 max_jobs, bool has_queue_limit,
+							  int32 queue_limit, bool has_key_limit,
+							  int32 key_limit, ReturnSetInfo *rsinfo);
+
 /* lease.c */
 extern int	JsExpireLeases(const char *queue);
 
 /* submit.c */
 extern bytea *JsInputHash(Jsonb *input);
+
+/* cron.c: a parsed 5-field cron expression (UTC, minute resolution) */
+typedef struct JsCron
+{
+	uint64		minutes;		/* bit m: minute m, 0-59 */
+	uint32		hours;			/* bit h: hour h, 0-23 */
+	uint32		days;			/* bit d: day of month d, 1-31 */
+	uint32		months;			/* bit m: month m, 1-12 */
+	uint32		weekdays;		/* bit d: day of week d, 0-6, 0 = Sunday */
+	bool		days_star;		/* day-of-month field starts with '*' */
+	bool		weekdays_star;	/* day-of-week field starts with '*' */
+} JsCron;
+
+extern void JsCronParse(const char *expr, JsCron *cron);
+extern TimestampTz JsCronNext(const JsCron *cron, TimestampTz after);
+extern TimestampTz JsCronPrev(const JsCron *cron, TimestampTz at);
+
+/* schedule.c (SPI must be connected) */
+extern int	JsRunSchedules(void);
+
+/* sweeper.c */
+extern void JsRegisterSweeper(void);
 
 /* output of set-returning functions */
 extern void JsInitMaterialized(FunctionCallInfo fcinfo);
