@@ -626,7 +626,8 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 		TRIGGER_FIRED_BY_DELETE(event) || TRIGGER_FIRED_BY_TRUNCATE(event))
 		elog(ERROR, "job_state_event: must be fired after insert or update, for each row");
 
-	if (!js_track_events)
+	/* a restore brings the history with it */
+	if (!js_track_events || js_restore)
 		return PointerGetDatum(NULL);
 
 	cols = JsJobColumnsFor(trigdata->tg_relation);
