@@ -19,6 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
+#include "utils/timestamp.h"
 
 #include "job_state.h"
 
@@ -101,6 +102,39 @@ JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent)
 			return pnstrdup(key.val.string.val, key.val.string.len);
 	}
 	return NULL;
+}
+
+/*
+ * Refuse to start a job whose limits are used up, checked in the order
+ * attempts (JS005), deadline (JS006), budget (JS004).  Used by the job
+ * trigger for every start and by redrive for the run it would allow.
+ */
+void
+JsCheckStartAllowed(int64 job_id, int32 attempts, bool has_max, int32 max_attempts,
+					bool has_deadline, TimestampTz deadline,
+					Jsonb *budget, Jsonb *spent)
+{
+	char	   *meter;
+
+	if (has_max && attempts >= max_attempts)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ATTEMPTS_EXHAUSTED),
+				 errmsg("job %lld has used all its attempts", (long long) job_id),
+				 errdetail("It has made %d of %d attempts.", attempts, max_attempts),
+				 errhint("Redrive it with extra_attempts to run it again.")));
+	if (has_deadline && deadline <= GetCurrentTimestamp())
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_DEADLINE_EXCEEDED),
+				 errmsg("job %lld is past its deadline", (long long) job_id),
+				 errdetail("The deadline is %s.", timestamptz_to_str(deadline)),
+				 errhint("Redrive it with new_deadline to run it again.")));
+	meter = budget != NULL ? JsBudgetExhaustedMeter(budget, spent) : NULL;
+	if (meter != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_BUDGET_EXCEEDED),
+				 errmsg("job %lld has used up its budget", (long long) job_id),
+				 errdetail("Meter \"%s\" has reached its limit.", meter),
+				 errhint("Redrive it with extra_budget to raise the limit of meter \"%s\".", meter)));
 }
 
 Datum

@@ -470,8 +470,7 @@ static JsPlan redrive_plan = {
 	"    LEFT JOIN pg_catalog.jsonb_each($3) e ON e.key = b.key) END"
 	" WHERE id = $1"
 	"  AND status OPERATOR(pg_catalog.=) ANY ('{failed,unknown,cancelled}'::job_state.status[])"
-	" RETURNING attempts, max_attempts, deadline, budget, spent,"
-	"  deadline OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()",
+	" RETURNING attempts, max_attempts, deadline, budget, spent",
 	4, {INT8OID, INT4OID, JSONBOID, TIMESTAMPTZOID}
 };
 
@@ -487,9 +486,11 @@ js_redrive(PG_FUNCTION_ARGS)
 	bool		no_max;
 	int32		attempts;
 	int32		max_attempts;
+	Datum		deadline;
+	bool		no_deadline;
 	Datum		budget;
+	bool		no_budget;
 	Datum		spent;
-	char	   *meter;
 
 	JsRefuseNull(fcinfo, 0, "job_id");
 	job_id = PG_GETARG_INT64(0);
@@ -533,31 +534,13 @@ js_redrive(PG_FUNCTION_ARGS)
 	/* the limits as they are now must allow one more start */
 	attempts = JsGetInt32(0, 1, NULL);
 	max_attempts = JsGetInt32(0, 2, &no_max);
-	if (!no_max && attempts >= max_attempts)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_ATTEMPTS_EXHAUSTED),
-				 errmsg("job %lld has used all its attempts", (long long) job_id),
-				 errdetail("It has made %d of %d attempts.", attempts, max_attempts),
-				 errhint("Pass extra_attempts to allow more.")));
-	if (JsGetBool(0, 6))
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_DEADLINE_EXCEEDED),
-				 errmsg("job %lld is past its deadline", (long long) job_id),
-				 errdetail("The deadline is %s.", JsGetText(0, 3)),
-				 errhint("Pass new_deadline to allow another run.")));
-	budget = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull);
-	if (!isnull)
-	{
-		spent = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull);
-		meter = JsBudgetExhaustedMeter(DatumGetJsonbP(budget),
-									   isnull ? NULL : DatumGetJsonbP(spent));
-		if (meter != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_BUDGET_EXCEEDED),
-					 errmsg("job %lld has used up its budget", (long long) job_id),
-					 errdetail("Meter \"%s\" has reached its limit.", meter),
-					 errhint("Pass extra_budget to raise the limit of meter \"%s\".", meter)));
-	}
+	deadline = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &no_deadline);
+	budget = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &no_budget);
+	spent = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull);
+	JsCheckStartAllowed(job_id, attempts, !no_max, max_attempts,
+						!no_deadline, no_deadline ? 0 : DatumGetTimestampTz(deadline),
+						no_budget ? NULL : DatumGetJsonbP(budget),
+						isnull ? NULL : DatumGetJsonbP(spent));
 	SPI_finish();
 	PG_RETURN_VOID();
 }

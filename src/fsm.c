@@ -484,35 +484,20 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 		Datum		deadline;
 		Datum		budget;
 
-		max_attempts = JsTupleInt32(newtup, tupdesc, cols->max_attempts, &isnull);
-		if (!isnull && old_attempts >= max_attempts)
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_ATTEMPTS_EXHAUSTED),
-					 errmsg("job %lld has used all its attempts", (long long) job_id),
-					 errdetail("It has made %d of %d attempts.", old_attempts, max_attempts),
-					 errhint("Redrive it with extra_attempts to run it again.")));
-		deadline = heap_getattr(newtup, cols->deadline, tupdesc, &isnull);
-		if (!isnull && DatumGetTimestampTz(deadline) <= now)
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_DEADLINE_EXCEEDED),
-					 errmsg("job %lld is past its deadline", (long long) job_id),
-					 errdetail("The deadline was %s.",
-							   timestamptz_to_str(DatumGetTimestampTz(deadline))),
-					 errhint("Redrive it with new_deadline to run it again.")));
-		budget = heap_getattr(newtup, cols->budget, tupdesc, &isnull);
-		if (!isnull)
-		{
-			Datum		spent = heap_getattr(newtup, cols->spent, tupdesc, &isnull);
-			char	   *meter = JsBudgetExhaustedMeter(DatumGetJsonbP(budget),
-													   isnull ? NULL : DatumGetJsonbP(spent));
+		bool		no_max;
+		bool		no_deadline;
+		bool		no_budget;
+		bool		no_spent;
+		Datum		spent;
 
-			if (meter != NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_JS_BUDGET_EXCEEDED),
-						 errmsg("job %lld has used up its budget", (long long) job_id),
-						 errdetail("Meter \"%s\" has reached its limit.", meter),
-						 errhint("Redrive it with extra_budget to run it again.")));
-		}
+		max_attempts = JsTupleInt32(newtup, tupdesc, cols->max_attempts, &no_max);
+		deadline = heap_getattr(newtup, cols->deadline, tupdesc, &no_deadline);
+		budget = heap_getattr(newtup, cols->budget, tupdesc, &no_budget);
+		spent = heap_getattr(newtup, cols->spent, tupdesc, &no_spent);
+		JsCheckStartAllowed(job_id, old_attempts, !no_max, max_attempts,
+							!no_deadline, no_deadline ? 0 : DatumGetTimestampTz(deadline),
+							no_budget ? NULL : DatumGetJsonbP(budget),
+							no_spent ? NULL : DatumGetJsonbP(spent));
 		(void) heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
 		if (isnull)
 			ereport(ERROR,

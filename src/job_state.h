@@ -105,6 +105,9 @@ extern void JsRefuseToken(const char *queue, const JsClaimToken *token,
 /* budget.c */
 extern void JsCheckBudget(Jsonb *budget);
 extern void JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra);
+extern void JsCheckStartAllowed(int64 job_id, int32 attempts, bool has_max,
+								int32 max_attempts, bool has_deadline,
+								TimestampTz deadline, Jsonb *budget, Jsonb *spent);
 extern char *JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent);
 
 /* limits.c */
@@ -145,6 +148,20 @@ extern void JsRegisterSweeper(void);
 
 /* output of set-returning functions */
 extern void JsInitMaterialized(FunctionCallInfo fcinfo);
+
+/*
+ * Why a ready job may not start (NULL: it may), on the row alias j; the
+ * order is attempts, deadline, budget (SPEC 6).
+ */
+#define JS_SQL_USED_UP \
+	"CASE WHEN j.max_attempts IS NOT NULL" \
+	"      AND j.attempts OPERATOR(pg_catalog.>=) j.max_attempts" \
+	"     THEN 'attempts_exhausted'" \
+	"     WHEN j.deadline OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()" \
+	"     THEN 'deadline_exceeded'" \
+	"     WHEN j.budget IS NOT NULL" \
+	"      AND job_state.budget_exhausted(j.budget, j.spent)" \
+	"     THEN 'budget_exhausted' END"
 
 /* small argument helpers */
 extern void JsCheckName(const char *what, const char *name);

@@ -127,14 +127,7 @@ static JsPlan free_slots_plan = {
 
 static JsPlan candidates_plan = {
 	"SELECT j.id, j.resource, j.concurrency_key,"
-	"   CASE WHEN j.max_attempts IS NOT NULL"
-	"         AND j.attempts OPERATOR(pg_catalog.>=) j.max_attempts"
-	"        THEN 'attempts_exhausted'"
-	"        WHEN j.deadline OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
-	"        THEN 'deadline_exceeded'"
-	"        WHEN j.budget IS NOT NULL"
-	"         AND job_state.budget_exhausted(j.budget, j.spent)"
-	"        THEN 'budget_exhausted' END AS used_up"
+	"   " JS_SQL_USED_UP " AS used_up"
 	"  FROM job_state.job j"
 	"  WHERE j.queue = $1 AND j.status = 'accepted'"
 	"   AND j.run_after OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
