@@ -243,7 +243,7 @@ js_charge(PG_FUNCTION_ARGS)
 	values[4] = Int32GetDatum(token->generation);
 	if (JsExecute(&charge_plan, values, NULL, false, 0) != 1)
 	{
-		if (JsExecute(&job_exists_plan, values, NULL, true, 1) == 0)
+		if (JsExecute(&job_exists_plan, values, NULL, false, 1) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 					 errmsg("job %lld does not exist", (long long) token->job_id)));
@@ -294,7 +294,7 @@ js_reserve(PG_FUNCTION_ARGS)
 	values[1] = Int64GetDatum(token->job_id);
 	values[2] = Int32GetDatum(token->generation);
 	values[3] = PG_GETARG_DATUM(1);
-	if (JsExecute(&reserve_plan, values, NULL, true, 1) != 1)
+	if (JsExecute(&reserve_plan, values, NULL, false, 1) != 1)
 		JsRefuseToken(queue, token, "reserve");
 	if (!JsGetBool(0, 1))
 		JsNoSuchMeter(token->job_id, meter);

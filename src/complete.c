@@ -429,7 +429,7 @@ js_reconcile(PG_FUNCTION_ARGS)
 	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
 	if (JsExecute(&reconcile_plan, values, nulls, false, 0) == 0)
 	{
-		if (JsExecute(&job_status_plan, values, NULL, true, 1) == 0)
+		if (JsExecute(&job_status_plan, values, NULL, false, 1) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 					 errmsg("job %lld does not exist", (long long) job_id)));
@@ -578,7 +578,7 @@ js_cancel(PG_FUNCTION_ARGS)
 	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
 	if (JsExecute(&cancel_plan, values, nulls, false, 0) == 0)
 	{
-		if (JsExecute(&job_status_plan, values, NULL, true, 1) == 0)
+		if (JsExecute(&job_status_plan, values, NULL, false, 1) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 					 errmsg("job %lld does not exist", (long long) job_id)));

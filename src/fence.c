@@ -61,7 +61,7 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = Int64GetDatum(token->job_id);
-	if (JsExecute(&job_plan, values, NULL, true, 1) == 0)
+	if (JsExecute(&job_plan, values, NULL, false, 1) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 				 errmsg("job %lld does not exist", (long long) token->job_id),

@@ -24,8 +24,11 @@
  * second's worth, at least 1).  A claimer that finds the row locked by
  * another claimer skips the job: claim returns fewer jobs, never waits.
  *
- * Locks, in order: queue slot rows, candidate job rows, resource row,
- * resource slot rows, key slot rows.  All SKIP LOCKED.
+ * Locks, in order, per job: a queue slot, a resource slot, a key slot, the
+ * job row, the resource's bucket row; all SKIP LOCKED.  A slot taken for a
+ * job that could not start is kept for the next one, so a claim holds at
+ * most one unused slot per scope, and it locks only the jobs it starts
+ * (and the used-up ones it fails).
  *
  *-------------------------------------------------------------------------
  */
@@ -115,26 +118,34 @@ js_create_resource(PG_FUNCTION_ARGS)
  * The slow claim path, for queues with a limit or jobs naming a resource.
  */
 
-/* free slots of a scope, locked; $4 how many */
-static JsPlan free_slots_plan = {
+/* a free slot of a scope, locked */
+static JsPlan free_slot_plan = {
 	"SELECT n FROM job_state.slot"
 	" WHERE kind = $1 AND scope = $2 AND key = $3 AND job_id IS NULL"
-	"  AND n OPERATOR(pg_catalog.<=) $5"
-	" ORDER BY n LIMIT $4"
+	"  AND n OPERATOR(pg_catalog.<=) $4"
+	" ORDER BY n LIMIT 1"
 	" FOR UPDATE SKIP LOCKED",
-	5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID}
+	4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}
 };
 
+/* ready jobs, in claim order, not locked */
 static JsPlan candidates_plan = {
-	"SELECT j.id, j.resource, j.concurrency_key,"
-	"   " JS_SQL_USED_UP " AS used_up"
+	"SELECT j.id, j.resource, j.concurrency_key"
 	"  FROM job_state.job j"
 	"  WHERE j.queue = $1 AND j.status = 'accepted'"
 	"   AND j.run_after OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
 	"  ORDER BY j.priority DESC, j.run_after, j.id"
-	"  LIMIT $2"
-	"  FOR NO KEY UPDATE OF j SKIP LOCKED",
+	"  LIMIT $2",
 	2, {TEXTOID, INT4OID}
+};
+
+/* lock one candidate unless another claimer has it; is it used up? */
+static JsPlan lock_job_plan = {
+	"SELECT " JS_SQL_USED_UP
+	"  FROM job_state.job j"
+	"  WHERE j.queue = $1 AND j.id = $2 AND j.status = 'accepted'"
+	"  FOR NO KEY UPDATE SKIP LOCKED",
+	2, {TEXTOID, INT8OID}
 };
 
 static JsPlan used_up_plan = {
@@ -188,122 +199,129 @@ static JsPlan release_plan = {
 	1, {INT8OID}
 };
 
-/* one free slot of a scope, or 0 */
-static int32
-JsTakeSlot(const char *kind, const char *scope, const char *key, int32 limit)
+/*
+ * A slot this claim has locked.  A slot taken for a job that then could not
+ * start stays locked until the transaction ends, so it is kept as a spare
+ * for the next job of the same scope: a claim never holds more than one
+ * unused slot per scope.
+ */
+typedef struct JsSlot
 {
-	Datum		values[5];
+	const char *kind;
+	char	   *scope;
+	char	   *key;
+	int32		n;				/* 0: none */
+} JsSlot;
 
+static bool
+JsSlotFor(JsSlot *slot, const char *kind, const char *scope, const char *key,
+		  int32 limit)
+{
+	Datum		values[4];
+
+	if (slot->n != 0 && strcmp(slot->scope, scope) == 0 &&
+		strcmp(slot->key, key ? key : "") == 0)
+		return true;			/* the spare fits */
 	values[0] = CStringGetTextDatum(kind);
 	values[1] = CStringGetTextDatum(scope);
 	values[2] = CStringGetTextDatum(key ? key : "");
-	values[3] = Int32GetDatum(1);
-	values[4] = Int32GetDatum(limit);
-	if (JsExecute(&free_slots_plan, values, NULL, false, 0) == 0)
-		return 0;
-	return JsGetInt32(0, 1, NULL);
+	values[3] = Int32GetDatum(limit);
+	if (JsExecute(&free_slot_plan, values, NULL, false, 0) == 0)
+		return false;
+	/* a spare of another scope stays locked, but unused: drop it */
+	slot->kind = kind;
+	slot->scope = pstrdup(scope);
+	slot->key = pstrdup(key ? key : "");
+	slot->n = JsGetInt32(0, 1, NULL);
+	return true;
 }
 
 static void
-JsHoldSlot(const char *kind, const char *scope, const char *key, int32 n,
-		   int64 job_id, const char *queue)
+JsHoldSlot(JsSlot *slot, int64 job_id, const char *queue)
 {
 	Datum		values[6];
 
-	values[0] = CStringGetTextDatum(kind);
-	values[1] = CStringGetTextDatum(scope);
-	values[2] = CStringGetTextDatum(key ? key : "");
-	values[3] = Int32GetDatum(n);
+	if (slot->n == 0)
+		return;
+	values[0] = CStringGetTextDatum(slot->kind);
+	values[1] = CStringGetTextDatum(slot->scope);
+	values[2] = CStringGetTextDatum(slot->key);
+	values[3] = Int32GetDatum(slot->n);
 	values[4] = Int64GetDatum(job_id);
 	values[5] = CStringGetTextDatum(queue);
 	JsExecute(&hold_slot_plan, values, NULL, false, 0);
+	slot->n = 0;
 }
 
 /*
- * May the job start as far as its resource is concerned?  Takes a resource
- * slot (*slot, 0 if the resource limits no concurrency) and a start token.
+ * The resource's part: a slot if it limits concurrency, and whether it has
+ * a start rate.  *rated is set when a token must be taken at the start.
  */
 static bool
-JsResourceAdmits(const char *resource, int32 *slot)
+JsResourceSlot(const char *resource, JsSlot *slot, bool *rated)
 {
 	Datum		arg = CStringGetTextDatum(resource);
 	bool		no_limit;
-	bool		rated;
-	bool		isnull;
 	int32		limit;
-	double		tokens = 0;
 
-	*slot = 0;
 	if (JsExecute(&resource_plan, &arg, NULL, true, 1) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 				 errmsg("resource \"%s\" does not exist", resource)));
 	limit = JsGetInt32(0, 1, &no_limit);
-	rated = JsGetBool(0, 2);
-	if (rated)
-	{
-		/* a bucket another claimer holds right now counts as empty */
-		if (JsExecute(&bucket_plan, &arg, NULL, false, 0) == 0)
-			return false;
-		tokens = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0],
-											  SPI_tuptable->tupdesc, 1, &isnull));
-		if (tokens < 1.0)
-			return false;
-	}
-	if (!no_limit)
-	{
-		*slot = JsTakeSlot("resource", resource, NULL, limit);
-		if (*slot == 0)
-			return false;
-	}
-	if (rated)
-	{
-		Datum		values[2];
+	*rated = JsGetBool(0, 2);
+	return no_limit || JsSlotFor(slot, "resource", resource, NULL, limit);
+}
 
-		values[0] = arg;
-		values[1] = Float8GetDatum(tokens);
-		JsExecute(&take_token_plan, values, NULL, false, 0);
-	}
+/*
+ * Take a start token of the resource's bucket.  A bucket another claimer
+ * holds right now counts as empty.
+ */
+static bool
+JsTakeToken(const char *resource)
+{
+	Datum		values[2];
+	bool		isnull;
+	double		tokens;
+
+	values[0] = CStringGetTextDatum(resource);
+	if (JsExecute(&bucket_plan, values, NULL, false, 0) == 0)
+		return false;
+	tokens = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1, &isnull));
+	if (tokens < 1.0)
+		return false;
+	values[1] = Float8GetDatum(tokens);
+	JsExecute(&take_token_plan, values, NULL, false, 0);
 	return true;
 }
 
+/*
+ * The slot-taking claim.  For each ready job in claim order: a free slot of
+ * every limit that applies (queue, resource, key), then the job itself,
+ * then a start token; all SKIP LOCKED.  Jobs other claimers hold are
+ * skipped, and so are jobs whose resource or key has no free slot.
+ */
 int
 JsClaimWithLimits(const char *queue, int32 queue_id, Datum worker, Datum lease,
 				  int32 max_jobs, bool has_queue_limit, int32 queue_limit,
 				  bool has_key_limit, int32 key_limit, ReturnSetInfo *rsinfo)
 {
-	int32	   *queue_slots = NULL;
-	int			nqueue_slots = 0;
-	int			want = max_jobs;
+	JsSlot		queue_slot = {0};
+	JsSlot		resource_slot = {0};
+	JsSlot		key_slot = {0};
 	int			claimed = 0;
 	int			ncand;
 	int			i;
 	Datum		values[5];
 	SPITupleTable *cands;
 
-	if (has_queue_limit)
-	{
-		values[0] = CStringGetTextDatum("queue");
-		values[1] = CStringGetTextDatum(queue);
-		values[2] = CStringGetTextDatum("");
-		values[3] = Int32GetDatum(max_jobs);
-		values[4] = Int32GetDatum(queue_limit);
-		nqueue_slots = JsExecute(&free_slots_plan, values, NULL, false, 0);
-		queue_slots = palloc(sizeof(int32) * Max(nqueue_slots, 1));
-		for (i = 0; i < nqueue_slots; i++)
-			queue_slots[i] = JsGetInt32(i, 1, NULL);
-		want = Min(want, nqueue_slots);
-		if (want == 0)
-			return 0;
-	}
-
-	/* a window of candidates: some may be held back by their resource or key */
 	values[0] = CStringGetTextDatum(queue);
-	values[1] = Int32GetDatum(Min(want * 4 + 16, 10000));
+	values[1] = Int32GetDatum(Min(max_jobs * 4 + 16, 10000));
 	ncand = JsExecute(&candidates_plan, values, NULL, false, 0);
 	cands = SPI_tuptable;
 
-	for (i = 0; i < ncand && claimed < want; i++)
+	for (i = 0; i < ncand && claimed < max_jobs; i++)
 	{
 		HeapTuple	row = cands->vals[i];
 		TupleDesc	desc = cands->tupdesc;
@@ -311,54 +329,61 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Datum worker, Datum lease,
 		int64		job_id = DatumGetInt64(SPI_getbinval(row, desc, 1, &isnull));
 		char	   *resource = SPI_getvalue(row, desc, 2);
 		char	   *key = SPI_getvalue(row, desc, 3);
-		char	   *used_up = SPI_getvalue(row, desc, 4);
-		int32		resource_slot = 0;
-		int32		key_slot = 0;
-		bool		holds;
+		bool		rated = false;
+		char	   *used_up;
 		Datum		start[5];
 		Datum		out[5];
 		bool		outnulls[5] = {false, false, false, false, false};
 		int32		generation;
 
+		/* slots first: one that stays unused is the next job's spare */
+		if (has_queue_limit &&
+			!JsSlotFor(&queue_slot, "queue", queue, NULL, queue_limit))
+			break;				/* the queue is full */
+		if (resource != NULL && !JsResourceSlot(resource, &resource_slot, &rated))
+			continue;
+		if (has_key_limit && key != NULL &&
+			!JsSlotFor(&key_slot, "key", queue, key, key_limit))
+			continue;
+
+		/* then the job, unless another claimer has it */
 		start[0] = CStringGetTextDatum(queue);
 		start[1] = Int64GetDatum(job_id);
+		if (JsExecute(&lock_job_plan, start, NULL, false, 0) == 0)
+			continue;
+		used_up = JsGetText(0, 1);
 		if (used_up != NULL)
 		{
 			start[2] = CStringGetTextDatum(used_up);
 			JsExecute(&used_up_plan, start, NULL, false, 0);
 			continue;
 		}
-		if (resource != NULL && !JsResourceAdmits(resource, &resource_slot))
+		if (rated && !JsTakeToken(resource))
 			continue;
-		if (has_key_limit && key != NULL)
-		{
-			key_slot = JsTakeSlot("key", queue, key, key_limit);
-			if (key_slot == 0)
-				continue;
-		}
 
-		holds = has_queue_limit || resource_slot != 0 || key_slot != 0;
 		start[2] = worker;
 		start[3] = lease;
-		start[4] = BoolGetDatum(holds);
+		start[4] = BoolGetDatum(has_queue_limit || resource_slot.n != 0 ||
+								(has_key_limit && key != NULL));
 		if (JsExecute(&start_plan, start, NULL, false, 0) != 1)
-			continue;
+			elog(ERROR, "job_state: job %lld changed under its row lock", (long long) job_id);
 
 		generation = JsGetInt32(0, 1, NULL);
 		out[1] = Int64GetDatum(job_id);
 		out[2] = Int32GetDatum(JsGetInt32(0, 2, NULL));
 		out[3] = JsGetDatumCopy(0, 3, &outnulls[3]);
 		out[4] = JsGetDatumCopy(0, 4, &outnulls[4]);
+
+		if (has_queue_limit)
+			JsHoldSlot(&queue_slot, job_id, queue);
+		if (resource != NULL)
+			JsHoldSlot(&resource_slot, job_id, queue);
+		if (has_key_limit && key != NULL)
+			JsHoldSlot(&key_slot, job_id, queue);
+
 		/* minting may run SPI (first use of the secret): after the reads */
 		out[0] = ClaimTokenGetDatum(JsTokenMint(job_id, generation, queue_id));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
-
-		if (has_queue_limit)
-			JsHoldSlot("queue", queue, NULL, queue_slots[claimed], job_id, queue);
-		if (resource_slot != 0)
-			JsHoldSlot("resource", resource, NULL, resource_slot, job_id, queue);
-		if (key_slot != 0)
-			JsHoldSlot("key", queue, key, key_slot, job_id, queue);
 		claimed++;
 	}
 	return claimed;

@@ -137,7 +137,7 @@ js_finish_operation(PG_FUNCTION_ARGS)
 	{
 		char	   *op_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
-		if (JsExecute(&op_state_plan, values, NULL, true, 1) == 0)
+		if (JsExecute(&op_state_plan, values, NULL, false, 1) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 					 errmsg("operation \"%s\" of job %lld was never begun", op_id,

@@ -39,6 +39,11 @@ JsPreparePlan(JsPlan *plan)
 /*
  * Run a kept plan; returns SPI_processed.  Any SPI failure is an internal
  * error: user-facing errors come from the statement itself.
+ *
+ * read_only = true runs under the caller's snapshot.  Use it only for data
+ * that cannot have changed under us; a read that explains why a fenced
+ * UPDATE touched no row must see what that UPDATE waited for, so it takes
+ * read_only = false (a fresh snapshot under READ COMMITTED).
  */
 int
 JsExecute(JsPlan *plan, Datum *values, const char *nulls, bool read_only,

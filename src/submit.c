@@ -220,7 +220,7 @@ js_submit(PG_FUNCTION_ARGS)
 			break;
 		}
 
-		if (JsExecute(&queue_exists_plan, values, NULL, true, 1) == 0)
+		if (JsExecute(&queue_exists_plan, values, NULL, false, 1) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 					 errmsg("queue \"%s\" does not exist", queue),
