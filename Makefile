@@ -13,6 +13,9 @@ OBJS = \
 	src/budget.o \
 	src/fence.o \
 	src/queue.o \
+	src/sweeper.o \
+	src/cron.o \
+	src/schedule.o \
 	src/purge.o \
 	src/operation.o \
 	src/limits.o

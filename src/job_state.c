@@ -21,6 +21,8 @@ PG_MODULE_MAGIC;
 
 bool		js_track_events = true;
 bool		js_restore = false;
+int			js_sweep_interval = 1000;
+char	   *js_database = NULL;
 
 void		_PG_init(void);
 
@@ -44,6 +46,29 @@ _PG_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("job_state.sweep_interval",
+							"Time between two rounds of the background worker (lease expiry and schedules).",
+							"Used only when job_state is in shared_preload_libraries.",
+							&js_sweep_interval,
+							1000, 10, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	/* PGC_POSTMASTER settings and workers only while preloading */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		DefineCustomStringVariable("job_state.database",
+								   "Database the background worker sweeps.",
+								   "The job_state extension must be installed there; until it is, the worker waits.",
+								   &js_database,
+								   "postgres",
+								   PGC_POSTMASTER,
+								   0,
+								   NULL, NULL, NULL);
+		JsRegisterSweeper();
+	}
 
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("job_state");

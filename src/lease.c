@@ -108,6 +108,7 @@ js_sweep(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	n = JsExpireLeases(NULL);
+	(void) JsRunSchedules();	/* ticks submitted are not counted in n */
 	SPI_finish();
 	PG_RETURN_INT32(n);
 }
