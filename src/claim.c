@@ -8,8 +8,10 @@
  * statement; the job trigger bumps generation and attempts.  A picked job
  * whose attempts, deadline or budget are used up becomes failed instead
  * (reason attempts_exhausted, deadline_exceeded or budget_exhausted) and
- * claim looks for more.  Before picking, claim applies lease expiry in the
- * queue (lease.c), so an idle sweeper is never needed for correctness.
+ * claim looks for more.  In the same statement claim applies lease expiry
+ * in the queue (lease.c), so an idle sweeper is never needed for
+ * correctness; a job requeued by that expiry is claimable from the next
+ * statement on.
  * Queues with a concurrency limit, a per-key limit or jobs naming a
  * resource take the slot-taking path of limits.c instead.
  *
@@ -29,44 +31,60 @@ PG_FUNCTION_INFO_V1(js_claim);
 PG_FUNCTION_INFO_V1(js_heartbeat);
 PG_FUNCTION_INFO_V1(js_assert_claim);
 
-static JsPlan queue_plan = {
-	"SELECT id, LEAST(COALESCE($2, lease), max_lease), paused,"
-	"  concurrency_limit, per_key_limit, uses_resources"
-	" FROM job_state.queue WHERE name = $1",
-	2, {TEXTOID, INTERVALOID}
-};
-
 /*
- * $1 queue, $2 how many, $3 worker, $4 lease.  The exhaustion checks run on
- * the locked (latest) row version; the UPDATE re-checks the status.
+ * The whole claim in one statement.  $1 queue, $2 how many, $3 worker,
+ * $4 lease asked for (NULL: the queue's), $5 the database clock.
+ *
+ * q        the queue's options;
+ * expiring, expired   lease expiry in the queue (lease.c);
+ * c        the ready jobs, locked SKIP LOCKED, unless the queue is paused or
+ *          limited (limits.c then takes over);
+ * u        moves them to running (the job trigger bumps generation and
+ *          attempts), or to failed when their attempts, deadline or budget
+ *          are used up, judged on the locked (newest) row version.  It finds
+ *          them by primary key (queue, id = ANY (...)), so its generic plan
+ *          is an index lookup whatever $2 is, and re-checks the status.
+ *
+ * One row per job taken, each carrying the queue's columns and how many
+ * leases expired; one row with NULL job columns when none was taken; no
+ * row when the queue does not exist.
  */
 static JsPlan claim_plan = {
-	"WITH c AS ("
-	"  SELECT j.queue, j.id,"
-	"   " JS_SQL_USED_UP " AS used_up"
-	"  FROM job_state.job j"
+	"WITH q AS ("
+	"  SELECT id, LEAST(COALESCE($4, lease), max_lease) AS lease, paused,"
+	"   concurrency_limit, per_key_limit,"
+	"   (concurrency_limit IS NOT NULL OR per_key_limit IS NOT NULL"
+	"    OR uses_resources) AS limited"
+	"  FROM job_state.queue WHERE name = $1),"
+	" " JS_SQL_EXPIRY_CTES("j.queue = $1 AND", "$5") ","
+	" c AS MATERIALIZED ("
+	"  SELECT j.id FROM job_state.job j"
 	"  WHERE j.queue = $1 AND j.status = 'accepted'"
-	"   AND j.run_after OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+	"   AND j.run_after OPERATOR(pg_catalog.<=) $5"
+	"   AND NOT (SELECT q.paused OR q.limited FROM q)"
 	"  ORDER BY j.priority DESC, j.run_after, j.id"
 	"  LIMIT $2"
-	"  FOR NO KEY UPDATE OF j SKIP LOCKED"
-	"), u AS ("
+	"  FOR NO KEY UPDATE OF j SKIP LOCKED),"
+	" u AS ("
 	"  UPDATE job_state.job j SET"
-	"   status = CASE WHEN c.used_up IS NULL THEN 'running'"
+	"   status = CASE WHEN " JS_SQL_USED_UP " IS NULL THEN 'running'"
 	"            ELSE 'failed' END::job_state.status,"
-	"   reason = c.used_up,"
+	"   reason = " JS_SQL_USED_UP ","
 	"   worker = $3,"
-	"   lease_expires_at = CASE WHEN c.used_up IS NULL"
-	"    THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4 END"
-	"  FROM c"
-	"  WHERE j.queue = c.queue AND j.id = c.id AND j.status = 'accepted'"
+	"   lease_expires_at = CASE WHEN " JS_SQL_USED_UP " IS NULL"
+	"    THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) (SELECT q.lease FROM q) END"
+	"  WHERE j.queue = $1"
+	"   AND j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT c.id FROM c))"
+	"   AND j.status = 'accepted'"
 	"  RETURNING j.id, j.generation, j.attempts, j.input, j.deadline,"
-	"   j.status, j.priority, j.run_after"
-	")"
-	" SELECT id, generation, attempts, input, deadline,"
-	"  status OPERATOR(pg_catalog.=) 'running'"
-	" FROM u ORDER BY priority DESC, run_after, id",
-	4, {TEXTOID, INT4OID, TEXTOID, INTERVALOID}
+	"   j.status OPERATOR(pg_catalog.=) 'running' AS started,"
+	"   j.priority, j.run_after)"
+	" SELECT q.id, q.lease, q.paused, q.limited, q.concurrency_limit,"
+	"  q.per_key_limit, u.id, u.generation, u.attempts, u.input, u.deadline,"
+	"  u.started, (SELECT pg_catalog.count(*) FROM expired)"
+	" FROM q LEFT JOIN u ON true"
+	" ORDER BY u.priority DESC, u.run_after, u.id",
+	5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID}
 };
 
 Datum
@@ -76,16 +94,10 @@ js_claim(PG_FUNCTION_ARGS)
 	char	   *queue;
 	int32		max_jobs;
 	int32		queue_id;
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	int			claimed = 0;
 	bool		isnull;
-	bool		paused;
-	bool		limited;
-	bool		no_queue_limit;
-	bool		no_key_limit;
-	int32		queue_limit;
-	int32		key_limit;
 
 	JsRefuseNull(fcinfo, 0, "queue");
 	JsRefuseNull(fcinfo, 1, "worker");
@@ -106,40 +118,9 @@ js_claim(PG_FUNCTION_ARGS)
 	SPI_connect();
 
 	values[0] = PG_GETARG_DATUM(0);
-	values[1] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-	nulls[1] = PG_ARGISNULL(2) ? 'n' : ' ';
-	if (JsExecute(&queue_plan, values, nulls, true, 1) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-				 errmsg("queue \"%s\" does not exist", queue),
-				 errhint("Create it with job_state.create_queue().")));
-	queue_id = JsGetInt32(0, 1, NULL);
-	values[3] = JsGetDatumCopy(0, 2, &isnull);
-	paused = JsGetBool(0, 3);
-	queue_limit = JsGetInt32(0, 4, &no_queue_limit);
-	key_limit = JsGetInt32(0, 5, &no_key_limit);
-	limited = !no_queue_limit || !no_key_limit || JsGetBool(0, 6);
-
-	JsExpireLeases(queue);
-
-	if (paused)
-	{
-		SPI_finish();
-		return (Datum) 0;
-	}
-	if (limited)
-	{
-		/* concurrency or rate limits apply: the slot-taking path */
-		JsClaimWithLimits(queue, queue_id, PG_GETARG_DATUM(1), values[3],
-						  max_jobs, !no_queue_limit, queue_limit,
-						  !no_key_limit, key_limit, rsinfo);
-		SPI_finish();
-		return (Datum) 0;
-	}
-
-	values[0] = PG_GETARG_DATUM(0);
 	values[2] = PG_GETARG_DATUM(1);
-	nulls[1] = ' ';
+	values[3] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[3] = PG_ARGISNULL(2) ? 'n' : ' ';
 	for (;;)
 	{
 		SPITupleTable *tt;
@@ -148,37 +129,67 @@ js_claim(PG_FUNCTION_ARGS)
 		int			used_up = 0;
 
 		values[1] = Int32GetDatum(max_jobs - claimed);
+		values[4] = TimestampTzGetDatum(GetCurrentTimestamp());
 		n = JsExecute(&claim_plan, values, nulls, false, 0);
+		if (n == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+					 errmsg("queue \"%s\" does not exist", queue),
+					 errhint("Create it with job_state.create_queue().")));
 		/* minting may run SPI (first use of the secret): keep our result */
 		tt = SPI_tuptable;
+		queue_id = JsGetInt32(0, 1, NULL);
+
+		if (JsGetBool(0, 4) && !JsGetBool(0, 3))
+		{
+			bool		no_queue_limit;
+			bool		no_key_limit;
+			int32		queue_limit = JsGetInt32(0, 5, &no_queue_limit);
+			int32		key_limit = JsGetInt32(0, 6, &no_key_limit);
+			Datum		lease = JsGetDatumCopy(0, 2, &isnull);
+
+			/* concurrency or rate limits apply: the slot-taking path */
+			JsClaimWithLimits(queue, queue_id, PG_GETARG_DATUM(1), lease,
+							  max_jobs, !no_queue_limit, queue_limit,
+							  !no_key_limit, key_limit, rsinfo);
+			break;
+		}
+
 		for (i = 0; i < n; i++)
 		{
 			HeapTuple	row = tt->vals[i];
 			Datum		out[5];
 			bool		outnulls[5];
-			bool		isnull;
 			int64		job_id;
 			int32		generation;
 
-			if (!DatumGetBool(SPI_getbinval(row, tt->tupdesc, 6, &isnull)))
+			(void) SPI_getbinval(row, tt->tupdesc, 7, &isnull);
+			if (isnull)
+				continue;		/* the queue's row alone: nothing taken */
+			if (!DatumGetBool(SPI_getbinval(row, tt->tupdesc, 12, &isnull)))
 			{
 				used_up++;
 				continue;
 			}
-			job_id = DatumGetInt64(SPI_getbinval(row, tt->tupdesc, 1, &isnull));
-			generation = DatumGetInt32(SPI_getbinval(row, tt->tupdesc, 2, &isnull));
+			job_id = DatumGetInt64(SPI_getbinval(row, tt->tupdesc, 7, &isnull));
+			generation = DatumGetInt32(SPI_getbinval(row, tt->tupdesc, 8, &isnull));
 			out[0] = ClaimTokenGetDatum(JsTokenMint(job_id, generation, queue_id));
 			outnulls[0] = false;
 			out[1] = Int64GetDatum(job_id);
 			outnulls[1] = false;
-			out[2] = SPI_getbinval(row, tt->tupdesc, 3, &outnulls[2]);
-			out[3] = SPI_getbinval(row, tt->tupdesc, 4, &outnulls[3]);
-			out[4] = SPI_getbinval(row, tt->tupdesc, 5, &outnulls[4]);
+			out[2] = SPI_getbinval(row, tt->tupdesc, 9, &outnulls[2]);
+			out[3] = SPI_getbinval(row, tt->tupdesc, 10, &outnulls[3]);
+			out[4] = SPI_getbinval(row, tt->tupdesc, 11, &outnulls[4]);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
 			claimed++;
 		}
-		/* jobs that turned out used up left room: look for more */
-		if (used_up == 0 || claimed >= max_jobs)
+		/*
+		 * Jobs that turned out used up left room, and jobs requeued by the
+		 * expiry become visible to the next statement: look again.
+		 */
+		if (claimed >= max_jobs ||
+			(used_up == 0 &&
+			 DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 13, &isnull)) == 0))
 			break;
 	}
 

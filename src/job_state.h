@@ -163,6 +163,48 @@ extern void JsInitMaterialized(FunctionCallInfo fcinfo);
 	"      AND job_state.budget_exhausted(j.budget, j.spent)" \
 	"     THEN 'budget_exhausted' END"
 
+/*
+ * Lease expiry as two CTEs, "expiring" (the running jobs whose lease ran
+ * out, locked SKIP LOCKED) and "expired" (the update, one row per job
+ * moved).  queue_cond restricts the jobs ("j.queue = $1 AND" or "").  The
+ * UPDATE re-checks status, generation and expiry in its own WHERE clause,
+ * so a job completed meanwhile is left alone.  now_param is the parameter
+ * holding the database clock (GetCurrentTimestamp()): a parameter, unlike
+ * clock_timestamp(), can bound the index scan on lease_expires_at.  See
+ * lease.c.
+ */
+#define JS_SQL_EXPIRY_BATCH 1000
+#define JS_SQL_RETRY_ON_EXPIRY \
+	" NOT j.cancel_requested AND q.on_lease_expiry = 'retry'" \
+	" AND j.retries OPERATOR(pg_catalog.<) q.max_retries"
+#define JS_SQL_EXPIRY_CTES(queue_cond, now_param) \
+	"expiring AS (" \
+	"  SELECT j.queue, j.id, j.generation FROM job_state.job j" \
+	"  WHERE " queue_cond " j.status = 'running'" \
+	"   AND j.lease_expires_at OPERATOR(pg_catalog.<=) " now_param \
+	"  ORDER BY j.lease_expires_at LIMIT " CppAsString2(JS_SQL_EXPIRY_BATCH) \
+	"  FOR NO KEY UPDATE OF j SKIP LOCKED)," \
+	" expired AS (" \
+	"  UPDATE job_state.job j SET" \
+	"   status = CASE WHEN j.cancel_requested THEN 'cancelled'" \
+	"    WHEN " JS_SQL_RETRY_ON_EXPIRY " THEN 'accepted'" \
+	"    ELSE 'unknown' END::job_state.status," \
+	"   reason = CASE WHEN j.cancel_requested THEN j.reason" \
+	"    ELSE 'lease_expired' END," \
+	"   run_after = CASE WHEN " JS_SQL_RETRY_ON_EXPIRY \
+	"    THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)" \
+	"     job_state.retry_delay(q.retry_interval, q.backoff_rate, q.max_delay," \
+	"      q.jitter, j.retries OPERATOR(pg_catalog.+) 1)" \
+	"    ELSE j.run_after END," \
+	"   retries = CASE WHEN " JS_SQL_RETRY_ON_EXPIRY \
+	"    THEN j.retries OPERATOR(pg_catalog.+) 1 ELSE j.retries END" \
+	"  FROM expiring x, job_state.queue q" \
+	"  WHERE j.queue = x.queue AND j.id = x.id" \
+	"   AND j.generation = x.generation AND j.status = 'running'" \
+	"   AND j.lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()" \
+	"   AND q.name = j.queue" \
+	"  RETURNING j.id)"
+
 /* small argument helpers */
 extern void JsCheckName(const char *what, const char *name);
 extern void JsCheckKey(const char *what, const char *key);

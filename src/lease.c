@@ -26,53 +26,16 @@
 
 PG_FUNCTION_INFO_V1(js_sweep);
 
-#define JS_EXPIRY_BATCH 1000
-
-#define EXPIRY_UPDATE \
-	"UPDATE job_state.job j SET" \
-	" status = CASE WHEN j.cancel_requested THEN 'cancelled'" \
-	"  WHEN q.on_lease_expiry = 'retry'" \
-	"   AND j.retries OPERATOR(pg_catalog.<) q.max_retries THEN 'accepted'" \
-	"  ELSE 'unknown' END::job_state.status," \
-	" reason = CASE WHEN j.cancel_requested THEN j.reason" \
-	"  ELSE 'lease_expired' END," \
-	" run_after = CASE WHEN NOT j.cancel_requested" \
-	"   AND q.on_lease_expiry = 'retry'" \
-	"   AND j.retries OPERATOR(pg_catalog.<) q.max_retries" \
-	"  THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)" \
-	"   job_state.retry_delay(q.retry_interval, q.backoff_rate, q.max_delay," \
-	"    q.jitter, j.retries OPERATOR(pg_catalog.+) 1)" \
-	"  ELSE j.run_after END," \
-	" retries = CASE WHEN NOT j.cancel_requested" \
-	"   AND q.on_lease_expiry = 'retry'" \
-	"   AND j.retries OPERATOR(pg_catalog.<) q.max_retries" \
-	"  THEN j.retries OPERATOR(pg_catalog.+) 1 ELSE j.retries END" \
-	" FROM x, job_state.queue q" \
-	" WHERE j.queue = x.queue AND j.id = x.id" \
-	"  AND j.generation = x.generation AND j.status = 'running'" \
-	"  AND j.lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()" \
-	"  AND q.name = j.queue"
-
 static JsPlan expire_queue_plan = {
-	"WITH x AS ("
-	"  SELECT queue, id, generation FROM job_state.job"
-	"  WHERE queue = $1 AND status = 'running'"
-	"   AND lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
-	"  ORDER BY lease_expires_at LIMIT " CppAsString2(JS_EXPIRY_BATCH)
-	"  FOR NO KEY UPDATE SKIP LOCKED)"
-	EXPIRY_UPDATE,
-	1, {TEXTOID}
+	"WITH " JS_SQL_EXPIRY_CTES("j.queue = $1 AND", "$2")
+	" SELECT pg_catalog.count(*)::pg_catalog.int4 FROM expired",
+	2, {TEXTOID, TIMESTAMPTZOID}
 };
 
 static JsPlan expire_all_plan = {
-	"WITH x AS ("
-	"  SELECT queue, id, generation FROM job_state.job"
-	"  WHERE status = 'running'"
-	"   AND lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
-	"  LIMIT " CppAsString2(JS_EXPIRY_BATCH)
-	"  FOR NO KEY UPDATE SKIP LOCKED)"
-	EXPIRY_UPDATE,
-	0, {0}
+	"WITH " JS_SQL_EXPIRY_CTES("", "$1")
+	" SELECT pg_catalog.count(*)::pg_catalog.int4 FROM expired",
+	1, {TIMESTAMPTZOID}
 };
 
 /*
@@ -87,16 +50,21 @@ JsExpireLeases(const char *queue)
 
 	do
 	{
+		Datum		now = TimestampTzGetDatum(GetCurrentTimestamp());
+
 		if (queue != NULL)
 		{
-			Datum		arg = CStringGetTextDatum(queue);
+			Datum		args[2];
 
-			n = JsExecute(&expire_queue_plan, &arg, NULL, false, 0);
+			args[0] = CStringGetTextDatum(queue);
+			args[1] = now;
+			JsExecute(&expire_queue_plan, args, NULL, false, 0);
 		}
 		else
-			n = JsExecute(&expire_all_plan, NULL, NULL, false, 0);
+			JsExecute(&expire_all_plan, &now, NULL, false, 0);
+		n = JsGetInt32(0, 1, NULL);
 		total += n;
-	} while (n == JS_EXPIRY_BATCH);
+	} while (n == JS_SQL_EXPIRY_BATCH);
 
 	return total;
 }

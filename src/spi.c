@@ -5,9 +5,10 @@
  *
  * Each file keeps its statements next to the code that runs them, as
  * static JsPlan entries.  A plan is prepared the first time a backend runs
- * it and kept (SPI_keepplan) for the life of the backend; the plan cache
- * revalidates it if our tables are dropped and created again.  Statements
- * use fully qualified names and $n parameters only.
+ * it and kept (SPI_keepplan) for the life of the backend, as a generic plan
+ * planned once; the plan cache revalidates it if our tables are dropped and
+ * created again.  Statements use fully qualified names and $n parameters
+ * only.
  *
  * Callers must be connected to SPI.
  *
@@ -26,7 +27,14 @@ JsPreparePlan(JsPlan *plan)
 {
 	SPIPlanPtr	prepared;
 
-	prepared = SPI_prepare(plan->sql, plan->nargs, plan->argtypes);
+	/*
+	 * A generic plan, always: our statements are short and their best plan
+	 * does not depend on the values (the queue, the job id).  Left to the
+	 * plan cache, statements with a LIMIT $n or a CTE looked cheaper as
+	 * custom plans and were planned again on every call.
+	 */
+	prepared = SPI_prepare_cursor(plan->sql, plan->nargs, plan->argtypes,
+								  CURSOR_OPT_GENERIC_PLAN);
 	if (prepared == NULL)
 		elog(ERROR, "job_state: SPI_prepare failed: %s",
 			 SPI_result_code_string(SPI_result));
