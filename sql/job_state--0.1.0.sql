@@ -336,7 +336,7 @@ CREATE FUNCTION job_state.job_event_trigger()
 	AS 'MODULE_PATHNAME', 'js_job_event_trigger'
 	LANGUAGE C;
 COMMENT ON FUNCTION job_state.job_event_trigger() IS
-	'records every state change of job_state.job in job_state.job_event';
+	'records every state change of job_state.job in job_state.job_event and frees the concurrency slots of a job that left running';
 
 CREATE FUNCTION job_state.job_truncate_trigger()
 	RETURNS trigger
@@ -358,17 +358,6 @@ CREATE TRIGGER job_state_fsm
 CREATE TRIGGER job_state_event
 	AFTER INSERT OR UPDATE ON job_state.job
 	FOR EACH ROW EXECUTE FUNCTION job_state.job_event_trigger();
-CREATE FUNCTION job_state.release_slots_trigger()
-	RETURNS trigger
-	AS 'MODULE_PATHNAME', 'js_release_slots_trigger'
-	LANGUAGE C;
-COMMENT ON FUNCTION job_state.release_slots_trigger() IS
-	'frees the concurrency slots of a job that leaves running';
-CREATE TRIGGER job_state_slots
-	AFTER UPDATE ON job_state.job
-	FOR EACH ROW
-	WHEN (OLD.holds_slots AND NEW.status <> 'running')
-	EXECUTE FUNCTION job_state.release_slots_trigger();
 CREATE TRIGGER job_state_truncate
 	BEFORE TRUNCATE ON job_state.job
 	FOR EACH STATEMENT EXECUTE FUNCTION job_state.job_truncate_trigger();
@@ -401,7 +390,6 @@ CREATE TRIGGER job_state_append_only_truncate
 ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_fsm;
 ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_event;
 ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_truncate;
-ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_slots;
 ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only;
 ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only_truncate;
 ALTER TABLE job_state.spend ENABLE ALWAYS TRIGGER job_state_spend_append_only;

@@ -19,7 +19,8 @@
  *	- DELETE only of finished jobs (succeeded, failed, cancelled), and only
  *	  through purge().
  * job_state_event (AFTER ROW) appends to job_state.job_event whenever the
- * status or the generation changes.  TRUNCATE is refused while live jobs
+ * status or the generation changes, and frees the concurrency slots of a
+ * job that left running.  TRUNCATE is refused while live jobs
  * exist.  job_state.restore (superuser only) lets a dump be replayed.
  *
  * The triggers take no locks beyond those of the statement that fires them.
@@ -521,7 +522,7 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 	else if (from != to && to != JS_ACCEPTED)
 		SET_COLUMN(cols->finished_at, TimestampTzGetDatum(now), false);
 
-	/* off running: no lease, and the slots go back (job_state_slots) */
+	/* off running: no lease, and the slots go back (job_state_event) */
 	if (to != JS_RUNNING)
 	{
 		(void) heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
@@ -577,7 +578,9 @@ js_job_fsm_trigger(PG_FUNCTION_ARGS)
 }
 
 /*
- * job_state_event: one job_event row per change of status or generation.
+ * job_state_event (AFTER ROW): one job_event row per change of status or
+ * generation, and the concurrency slots of a job that left running go back
+ * (limits.c).
  */
 static JsPlan event_plan = {
 	"INSERT INTO job_state.job_event"
@@ -611,16 +614,32 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 		TRIGGER_FIRED_BY_DELETE(event) || TRIGGER_FIRED_BY_TRUNCATE(event))
 		elog(ERROR, "job_state_event: must be fired after insert or update, for each row");
 
-	/* a restore brings the history with it */
-	if (!js_track_events || js_restore)
-		return PointerGetDatum(NULL);
-
 	cols = JsJobColumnsFor(trigdata->tg_relation);
 	tupdesc = RelationGetDescr(trigdata->tg_relation);
 	newtup = TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
 	to = JsTupleStatus(cols, newtup, tupdesc);
-	generation = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
 
+	if (TRIGGER_FIRED_BY_UPDATE(event))
+	{
+		HeapTuple	oldtup = trigdata->tg_trigtuple;
+		bool		held;
+
+		/* the BEFORE trigger cleared holds_slots when the job left running */
+		held = DatumGetBool(heap_getattr(oldtup, cols->holds_slots, tupdesc, &isnull));
+		if (held && to != JS_RUNNING && !js_restore)
+		{
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "job_state_event: SPI_connect failed");
+			JsReleaseSlots(JsTupleJobId(cols, oldtup, tupdesc));
+			SPI_finish();
+		}
+	}
+
+	/* a restore brings the history with it */
+	if (!js_track_events || js_restore)
+		return PointerGetDatum(NULL);
+
+	generation = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
 	if (TRIGGER_FIRED_BY_UPDATE(event))
 	{
 		HeapTuple	oldtup = trigdata->tg_trigtuple;

@@ -111,6 +111,7 @@ extern void JsCheckStartAllowed(int64 job_id, int32 attempts, bool has_max,
 extern char *JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent);
 
 /* limits.c */
+extern void JsReleaseSlots(int64 job_id);
 extern void JsEnsureSlots(const char *kind, const char *scope, const char *key,
 						  int32 limit);
 extern int	JsClaimWithLimits(const char *queue, int32 queue_id, Datum worker,

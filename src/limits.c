@@ -18,7 +18,7 @@
  *
  * Slots are freed by the job trigger when a job leaves running (succeed,
  * fail, retry, cancel, lease expiry, raw SQL alike): the BEFORE trigger
- * clears job.holds_slots and the AFTER trigger releases the rows.
+ * clears job.holds_slots and the AFTER trigger (fsm.c) releases the rows.
  *
  * max_starts_per_second is a token bucket on the resource row (burst: one
  * second's worth, at least 1).  A claimer that finds the row locked by
@@ -44,7 +44,6 @@
 #include "job_state.h"
 
 PG_FUNCTION_INFO_V1(js_create_resource);
-PG_FUNCTION_INFO_V1(js_release_slots_trigger);
 
 /* ensure rows 1..n of a slot scope exist */
 static JsPlan ensure_plan = {
@@ -390,29 +389,13 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Datum worker, Datum lease,
 }
 
 /*
- * job_state_slots (AFTER UPDATE, WHEN the old row held slots and the new
- * one is not running): free the job's slots.
+ * Free the slots of a job that left running; called by the job's AFTER
+ * trigger (fsm.c) when the old row held slots.  Needs SPI.
  */
-Datum
-js_release_slots_trigger(PG_FUNCTION_ARGS)
+void
+JsReleaseSlots(int64 job_id)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TupleDesc	tupdesc;
-	Datum		id;
-	bool		isnull;
+	Datum		arg = Int64GetDatum(job_id);
 
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "job_state_slots: not called by trigger manager");
-	if (!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		!TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
-		elog(ERROR, "job_state_slots: must be fired after update, for each row");
-
-	tupdesc = RelationGetDescr(trigdata->tg_relation);
-	id = heap_getattr(trigdata->tg_trigtuple, SPI_fnumber(tupdesc, "id"), tupdesc, &isnull);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "job_state_slots: SPI_connect failed");
-	JsExecute(&release_plan, &id, NULL, false, 0);
-	SPI_finish();
-	return PointerGetDatum(NULL);
+	JsExecute(&release_plan, &arg, NULL, false, 0);
 }
