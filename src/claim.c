@@ -43,7 +43,8 @@ PG_FUNCTION_INFO_V1(js_assert_claim);
  *          attempts), or to failed when their attempts, deadline or budget
  *          are used up, judged on the locked (newest) row version.  It finds
  *          them by primary key (queue, id = ANY (...)), so its generic plan
- *          is an index lookup whatever $2 is, and re-checks the status.
+ *          is an index lookup whatever $2 is, and re-checks the status;
+ * expired_events, claimed_events   their history.
  *
  * One row per job taken, each carrying the queue's columns and how many
  * leases expired; one row with NULL job columns when none was taken; no
@@ -76,9 +77,11 @@ static JsPlan claim_plan = {
 	"  WHERE j.queue = $1"
 	"   AND j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT c.id FROM c))"
 	"   AND j.status = 'accepted'"
-	"  RETURNING j.id, j.generation, j.attempts, j.input, j.deadline,"
+	"  RETURNING j.queue, j.id, j.status, j.generation, j.reason, j.worker,"
+	"   j.attempts, j.input, j.deadline,"
 	"   j.status OPERATOR(pg_catalog.=) 'running' AS started,"
-	"   j.priority, j.run_after)"
+	"   j.priority, j.run_after),"
+	" claimed_events AS (" JS_SQL_EVENTS("u", "'accepted'") ")"
 	" SELECT q.id, q.lease, q.paused, q.limited, q.concurrency_limit,"
 	"  q.per_key_limit, u.id, u.generation, u.attempts, u.input, u.deadline,"
 	"  u.started, (SELECT pg_catalog.count(*) FROM expired)"
@@ -130,7 +133,7 @@ js_claim(PG_FUNCTION_ARGS)
 
 		values[1] = Int32GetDatum(max_jobs - claimed);
 		values[4] = TimestampTzGetDatum(GetCurrentTimestamp());
-		n = JsExecute(&claim_plan, values, nulls, false, 0);
+		n = JsExecuteWithEvents(&claim_plan, values, nulls);
 		if (n == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),

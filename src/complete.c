@@ -38,9 +38,23 @@ PG_FUNCTION_INFO_V1(js_cancel);
 	" WHERE queue = $1 AND id = $2 AND generation = $3" \
 	"  AND status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
 
+/*
+ * succeed: the common case, a running job, writes its history in the same
+ * statement; a late completion of an unknown job goes through the trigger.
+ */
 static JsPlan succeed_plan = {
+	"WITH u AS ("
+	"  UPDATE job_state.job SET status = 'succeeded', result = $4, reason = NULL"
+	"  WHERE queue = $1 AND id = $2 AND generation = $3 AND status = 'running'"
+	"  RETURNING queue, id, status, generation, reason, worker),"
+	" e AS (" JS_SQL_EVENTS("u", "'running'") ")"
+	" SELECT 1 FROM u",
+	4, {TEXTOID, INT8OID, INT4OID, JSONBOID}
+};
+
+static JsPlan succeed_unknown_plan = {
 	"UPDATE job_state.job SET status = 'succeeded', result = $4, reason = NULL"
-	FENCE,
+	" WHERE queue = $1 AND id = $2 AND generation = $3 AND status = 'unknown'",
 	4, {TEXTOID, INT8OID, INT4OID, JSONBOID}
 };
 
@@ -69,7 +83,8 @@ js_succeed(PG_FUNCTION_ARGS)
 	values[2] = Int32GetDatum(token->generation);
 	values[3] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[3] = PG_ARGISNULL(1) ? 'n' : ' ';
-	if (JsExecute(&succeed_plan, values, nulls, false, 0) != 1)
+	if (JsExecuteWithEvents(&succeed_plan, values, nulls) != 1 &&
+		JsExecute(&succeed_unknown_plan, values, nulls, false, 0) != 1)
 		JsRefuseToken(queue, token, "succeed");
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -82,12 +97,29 @@ js_succeed(PG_FUNCTION_ARGS)
 static JsPlan succeed_many_plan = {
 	"WITH t AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1),"
 	"  pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
+	"  AS t(queue, id, generation, result)),"
+	" u AS ("
+	"  UPDATE job_state.job j SET status = 'succeeded', result = t.result,"
+	"   reason = NULL"
+	"  FROM t"
+	"  WHERE j.queue = t.queue AND j.id = t.id AND j.generation = t.generation"
+	"   AND j.status = 'running'"
+	"  RETURNING j.queue, j.id, j.status, j.generation, j.reason, j.worker),"
+	" e AS (" JS_SQL_EVENTS("u", "'running'") ")"
+	" SELECT id, generation FROM u",
+	4, {TEXTARRAYOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID}
+};
+
+/* the late completions of a batch: unknown jobs, through the trigger */
+static JsPlan succeed_many_unknown_plan = {
+	"WITH t AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1),"
+	"  pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
 	"  AS t(queue, id, generation, result))"
 	" UPDATE job_state.job j SET status = 'succeeded', result = t.result,"
 	"  reason = NULL"
 	" FROM t"
 	" WHERE j.queue = t.queue AND j.id = t.id AND j.generation = t.generation"
-	"  AND j.status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
+	"  AND j.status = 'unknown'"
 	" RETURNING j.id, j.generation",
 	4, {TEXTARRAYOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID}
 };
@@ -127,6 +159,7 @@ js_succeed_many(PG_FUNCTION_ARGS)
 	Datum		values[4];
 	JsDone	   *done;
 	int			ndone;
+	int			pass;
 	int			i;
 	int16		typlen;
 	bool		typbyval;
@@ -206,12 +239,22 @@ js_succeed_many(PG_FUNCTION_ARGS)
 													   JSONBOID, -1, false, TYPALIGN_INT));
 	}
 
-	ndone = JsExecute(&succeed_many_plan, values, NULL, false, 0);
-	done = palloc(sizeof(JsDone) * Max(ndone, 1));
-	for (i = 0; i < ndone; i++)
+	done = palloc(sizeof(JsDone) * ntokens);
+	ndone = 0;
+	for (pass = 0; pass < 2 && ndone < ntokens; pass++)
 	{
-		done[i].job_id = JsGetInt64(i, 1, NULL);
-		done[i].generation = JsGetInt32(i, 2, NULL);
+		int			n;
+
+		if (pass == 0)
+			n = JsExecuteWithEvents(&succeed_many_plan, values, NULL);
+		else
+			n = JsExecute(&succeed_many_unknown_plan, values, NULL, false, 0);
+		for (i = 0; i < n && ndone < ntokens; i++)
+		{
+			done[ndone].job_id = JsGetInt64(i, 1, NULL);
+			done[ndone].generation = JsGetInt32(i, 2, NULL);
+			ndone++;
+		}
 	}
 	qsort(done, ndone, sizeof(JsDone), JsCompareDone);
 
@@ -239,7 +282,7 @@ static JsPlan fail_read_plan = {
 	"SELECT j.attempts, j.max_attempts, j.deadline, j.retries,"
 	"  j.cancel_requested, j.budget, j.spent, q.max_retries,"
 	"  q.retry_interval, q.backoff_rate, q.max_delay,"
-	"  q.jitter OPERATOR(pg_catalog.=) 'full'"
+	"  q.jitter OPERATOR(pg_catalog.=) 'full', j.status::pg_catalog.text"
 	" FROM job_state.job j JOIN job_state.queue q ON q.name = j.queue"
 	" WHERE j.queue = $1 AND j.id = $2 AND j.generation = $3"
 	"  AND j.status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
@@ -247,18 +290,25 @@ static JsPlan fail_read_plan = {
 	3, {TEXTOID, INT8OID, INT4OID}
 };
 
-/* $4 status, $5 reason, $6 error, $7 class, $8 run_after, $9 +retries, $10 +throttles */
+/*
+ * $4 status, $5 reason, $6 error, $7 class, $8 run_after, $9 +retries,
+ * $10 +throttles, $11 the status it had (read under the row lock).
+ */
 static JsPlan fail_write_plan = {
-	"UPDATE job_state.job SET status = $4::job_state.status,"
-	"  reason = CASE WHEN $4 = 'cancelled' THEN reason ELSE $5 END,"
-	"  last_error = $6, error_class = $7::job_state.error_class,"
-	"  run_after = COALESCE($8, run_after),"
-	"  retries = retries OPERATOR(pg_catalog.+) $9,"
-	"  throttles = throttles OPERATOR(pg_catalog.+) $10"
-	FENCE
-	" RETURNING status",
-	10, {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
-	TIMESTAMPTZOID, INT4OID, INT4OID}
+	"WITH u AS ("
+	"  UPDATE job_state.job SET status = $4::job_state.status,"
+	"   reason = CASE WHEN $4 = 'cancelled' THEN reason ELSE $5 END,"
+	"   last_error = $6, error_class = $7::job_state.error_class,"
+	"   run_after = COALESCE($8, run_after),"
+	"   retries = retries OPERATOR(pg_catalog.+) $9,"
+	"   throttles = throttles OPERATOR(pg_catalog.+) $10"
+	"  WHERE queue = $1 AND id = $2 AND generation = $3"
+	"   AND status = $11::job_state.status"
+	"  RETURNING queue, id, status, generation, reason, worker),"
+	" e AS (" JS_SQL_EVENTS("u", "$11") ")"
+	" SELECT status FROM u",
+	11, {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
+	TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID}
 };
 
 Datum
@@ -267,8 +317,8 @@ js_fail(PG_FUNCTION_ARGS)
 	JsClaimToken *token;
 	const char *queue;
 	char	   *class;
-	Datum		values[10];
-	char		nulls[10];
+	Datum		values[11];
+	char		nulls[11];
 	bool		isnull;
 	const char *status;
 	const char *reason = NULL;
@@ -301,6 +351,7 @@ js_fail(PG_FUNCTION_ARGS)
 	values[2] = Int32GetDatum(token->generation);
 	if (JsExecute(&fail_read_plan, values, nulls, false, 0) != 1)
 		JsRefuseToken(queue, token, "fail");
+	values[10] = CStringGetTextDatum(JsGetText(0, 13));
 
 	if (strcmp(class, "permanent") == 0)
 	{
@@ -375,7 +426,7 @@ js_fail(PG_FUNCTION_ARGS)
 	values[8] = Int32GetDatum(retry ? 1 : 0);
 	values[9] = Int32GetDatum(retry && throttled ? 1 : 0);
 
-	if (JsExecute(&fail_write_plan, values, nulls, false, 0) != 1)
+	if (JsExecuteWithEvents(&fail_write_plan, values, nulls) != 1)
 		JsRefuseToken(queue, token, "fail");
 	result = JsGetDatumCopy(0, 1, &isnull);
 	SPI_finish();

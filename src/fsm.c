@@ -48,6 +48,7 @@ PG_FUNCTION_INFO_V1(js_job_truncate_trigger);
 PG_FUNCTION_INFO_V1(js_append_only_trigger);
 
 bool		js_purging = false;
+bool		js_inline_events = false;	/* see JsExecuteWithEvents */
 
 const char *const js_status_names[JS_NUM_STATUS] = {
 	"accepted", "running", "succeeded", "failed", "unknown", "cancelled"
@@ -635,8 +636,11 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 		}
 	}
 
-	/* a restore brings the history with it */
-	if (!js_track_events || js_restore)
+	/*
+	 * A restore brings the history with it; our own statements write theirs
+	 * in the same statement (JsExecuteWithEvents).
+	 */
+	if (!js_track_events || js_restore || js_inline_events)
 		return PointerGetDatum(NULL);
 
 	generation = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);

@@ -58,10 +58,10 @@ JsExpireLeases(const char *queue)
 
 			args[0] = CStringGetTextDatum(queue);
 			args[1] = now;
-			JsExecute(&expire_queue_plan, args, NULL, false, 0);
+			JsExecuteWithEvents(&expire_queue_plan, args, NULL);
 		}
 		else
-			JsExecute(&expire_all_plan, &now, NULL, false, 0);
+			JsExecuteWithEvents(&expire_all_plan, &now, NULL);
 		n = JsGetInt32(0, 1, NULL);
 		total += n;
 	} while (n == JS_SQL_EXPIRY_BATCH);

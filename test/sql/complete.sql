@@ -105,3 +105,25 @@ SELECT cancel_requested FROM job_state.heartbeat(:'c1');
 SELECT job_state.fail(:'c1', 'transient');
 SELECT job_state.succeed(:'c2', '{"done": 1}');
 SELECT id, status, reason, cancel_requested FROM job_state.job WHERE queue = 'cx' ORDER BY id;
+
+-- the history of a job, written by the statements themselves or by the
+-- trigger, once per change, whatever the path
+SELECT job_state.create_queue('hist', retry_interval => '0', jitter => 'none');
+SELECT job_id AS h FROM job_state.submit('hist', '{}') \gset
+SELECT job_state.fail(token, 'transient') FROM job_state.claim('hist', 'w1');
+SELECT job_state.fail(token, 'unknown') FROM job_state.claim('hist', 'w2');
+SELECT job_state.reconcile(:h, 'accepted');
+SELECT token AS ht FROM job_state.claim('hist', 'w3') \gset
+UPDATE job_state.job SET lease_expires_at = clock_timestamp() - interval '1 s' WHERE id = :h;
+SELECT job_state.sweep();
+SELECT job_state.succeed(:'ht');
+SELECT job_id AS h2 FROM job_state.submit('hist', '{"n": 2}') \gset
+SELECT outcome FROM job_state.succeed_many(ARRAY(SELECT token FROM job_state.claim('hist', 'w4')));
+SELECT job_id, from_status, to_status, generation, detail FROM job_state.job_event
+ WHERE job_id IN (:h, :h2) ORDER BY seq;
+-- with job_state.track_events off, no path writes history
+SET job_state.track_events = off;
+SELECT job_id AS h3 FROM job_state.submit('hist', '{"n": 3}') \gset
+SELECT job_state.succeed(token) FROM job_state.claim('hist', 'w5');
+RESET job_state.track_events;
+SELECT count(*) AS events_of_h3 FROM job_state.job_event WHERE job_id = :h3;
