@@ -289,10 +289,7 @@ js_reserve(PG_FUNCTION_ARGS)
 	JsCheckAmount(amount);
 
 	SPI_connect();
-	queue = JsTokenCheck(token);
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = Int64GetDatum(token->job_id);
-	values[2] = Int32GetDatum(token->generation);
+	queue = JsTokenFence(token, values);
 	values[3] = PG_GETARG_DATUM(1);
 	if (JsExecute(&reserve_plan, values, NULL, false, 1) != 1)
 		JsRefuseToken(queue, token, "reserve");

@@ -239,11 +239,7 @@ js_heartbeat(PG_FUNCTION_ARGS)
 
 	JsInitMaterialized(fcinfo);
 	SPI_connect();
-	queue = JsTokenCheck(token);
-
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = Int64GetDatum(token->job_id);
-	values[2] = Int32GetDatum(token->generation);
+	queue = JsTokenFence(token, values);
 	values[3] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[3] = PG_ARGISNULL(1) ? 'n' : ' ';
 	if (JsExecute(&heartbeat_plan, values, nulls, false, 0) != 1)
@@ -281,10 +277,7 @@ js_assert_claim(PG_FUNCTION_ARGS)
 	token = PG_GETARG_CLAIM_TOKEN(0);
 
 	SPI_connect();
-	queue = JsTokenCheck(token);
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = Int64GetDatum(token->job_id);
-	values[2] = Int32GetDatum(token->generation);
+	queue = JsTokenFence(token, values);
 	if (JsExecute(&assert_plan, values, NULL, false, 0) != 1)
 		JsRefuseToken(queue, token, "assert_claim");
 	SPI_finish();

@@ -77,10 +77,7 @@ js_succeed(PG_FUNCTION_ARGS)
 	token = PG_GETARG_CLAIM_TOKEN(0);
 
 	SPI_connect();
-	queue = JsTokenCheck(token);
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = Int64GetDatum(token->job_id);
-	values[2] = Int32GetDatum(token->generation);
+	queue = JsTokenFence(token, values);
 	values[3] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[3] = PG_ARGISNULL(1) ? 'n' : ' ';
 	if (JsExecuteWithEvents(&succeed_plan, values, nulls) != 1 &&
@@ -344,11 +341,8 @@ js_fail(PG_FUNCTION_ARGS)
 	}
 
 	SPI_connect();
-	queue = JsTokenCheck(token);
+	queue = JsTokenFence(token, values);
 	memset(nulls, ' ', sizeof(nulls));
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = Int64GetDatum(token->job_id);
-	values[2] = Int32GetDatum(token->generation);
 	if (JsExecute(&fail_read_plan, values, nulls, false, 0) != 1)
 		JsRefuseToken(queue, token, "fail");
 	values[10] = CStringGetTextDatum(JsGetText(0, 13));

@@ -73,6 +73,7 @@ StaticAssertDecl(sizeof(JsClaimToken) == 32, "claim token must be 32 bytes");
 /* token.c (SPI must be connected for the functions that read tables) */
 extern JsClaimToken *JsTokenMint(int64 job_id, int32 generation, int32 queue_id);
 extern const char *JsTokenCheck(const JsClaimToken *token);
+extern const char *JsTokenFence(const JsClaimToken *token, Datum *values);
 extern const char *JsQueueName(int32 queue_id);
 
 /* spi.c: the kept-plan registry */

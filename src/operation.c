@@ -80,10 +80,7 @@ JsOperationStart(FunctionCallInfo fcinfo, const char *action, Datum *values)
 	token = PG_GETARG_CLAIM_TOKEN(0);
 	JsCheckKey("op_id", text_to_cstring(PG_GETARG_TEXT_PP(1)));
 
-	queue = JsTokenCheck(token);
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = Int64GetDatum(token->job_id);
-	values[2] = Int32GetDatum(token->generation);
+	queue = JsTokenFence(token, values);
 	values[3] = PG_GETARG_DATUM(1);
 	if (JsExecute(&fence_plan, values, NULL, false, 0) != 1)
 		JsRefuseToken(queue, token, action);

@@ -254,6 +254,21 @@ JsTokenCheck(const JsClaimToken *token)
 }
 
 /*
+ * Check a token (JsTokenCheck) and fill the first three parameters of a
+ * fenced statement: $1 queue, $2 job id, $3 generation.  Needs SPI.
+ */
+const char *
+JsTokenFence(const JsClaimToken *token, Datum *values)
+{
+	const char *queue = JsTokenCheck(token);
+
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int64GetDatum(token->job_id);
+	values[2] = Int32GetDatum(token->generation);
+	return queue;
+}
+
+/*
  * I/O
  */
 static void
