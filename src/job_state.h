@@ -186,12 +186,15 @@ extern void JsInitMaterialized(FunctionCallInfo fcinfo);
 /*
  * Lease expiry as CTEs: "expiring" (the running jobs whose lease ran out,
  * locked SKIP LOCKED), "expired" (the update, one row per job moved) and
- * "expired_events" (their history; run it with JsExecuteWithEvents).  queue_cond restricts the jobs ("j.queue = $1 AND" or "").  The
- * UPDATE re-checks status, generation and expiry in its own WHERE clause,
- * so a job completed meanwhile is left alone.  now_param is the parameter
- * holding the database clock (GetCurrentTimestamp()): a parameter, unlike
- * clock_timestamp(), can bound the index scan on lease_expires_at.  See
- * lease.c.
+ * "expired_events" (their history; run it with JsExecuteWithEvents).
+ * queue_cond restricts the jobs ("j.queue = $1 AND" or ""); now_param is
+ * the parameter holding the database clock (GetCurrentTimestamp()): a
+ * parameter, unlike clock_timestamp(), can bound the index scan on
+ * lease_expires_at.  The UPDATE finds the jobs by id (an index lookup,
+ * whatever the plan's estimates) and re-checks status and expiry in its
+ * own WHERE clause; the row lock taken by "expiring" in the same statement
+ * pins the generation, so a job completed or claimed again meanwhile is
+ * left alone.  See lease.c.
  */
 #define JS_SQL_EXPIRY_BATCH 1000
 #define JS_SQL_RETRY_ON_EXPIRY \
@@ -218,9 +221,9 @@ extern void JsInitMaterialized(FunctionCallInfo fcinfo);
 	"    ELSE j.run_after END," \
 	"   retries = CASE WHEN " JS_SQL_RETRY_ON_EXPIRY \
 	"    THEN j.retries OPERATOR(pg_catalog.+) 1 ELSE j.retries END" \
-	"  FROM expiring x, job_state.queue q" \
-	"  WHERE j.queue = x.queue AND j.id = x.id" \
-	"   AND j.generation = x.generation AND j.status = 'running'" \
+	"  FROM job_state.queue q" \
+	"  WHERE " queue_cond " j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT x.id FROM expiring x))" \
+	"   AND j.status = 'running'" \
 	"   AND j.lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()" \
 	"   AND q.name = j.queue" \
 	"  RETURNING j.queue, j.id, j.status, j.generation, j.reason, j.worker)," \
