@@ -119,6 +119,7 @@ typedef struct JsJobColumns
 	int			retries;
 	int			throttles;
 	int			idempotency_key;
+	int			concurrency_key;
 	int			input;
 	int			input_hash;
 	int			reason;
@@ -164,6 +165,7 @@ JsJobColumnsFor(Relation rel)
 	js_cols.retries = JsColumn(tupdesc, "retries");
 	js_cols.throttles = JsColumn(tupdesc, "throttles");
 	js_cols.idempotency_key = JsColumn(tupdesc, "idempotency_key");
+	js_cols.concurrency_key = JsColumn(tupdesc, "concurrency_key");
 	js_cols.input = JsColumn(tupdesc, "input");
 	js_cols.input_hash = JsColumn(tupdesc, "input_hash");
 	js_cols.reason = JsColumn(tupdesc, "reason");
@@ -246,6 +248,42 @@ JsSameValue(HeapTuple a, HeapTuple b, TupleDesc tupdesc, int attnum)
 			memcmp(VARDATA_ANY(va), VARDATA_ANY(vb), VARSIZE_ANY_EXHDR(va)) == 0;
 	}
 	return false;
+}
+
+/*
+ * What CHECK constraints would say, checked only where a value is new: a
+ * key of 1 to 255 bytes, max_attempts of at least 1.
+ */
+static void
+JsCheckValues(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
+			  HeapTuple oldtup)
+{
+	int			keys[2] = {cols->idempotency_key, cols->concurrency_key};
+	int			i;
+	bool		isnull;
+	int32		max_attempts;
+
+	for (i = 0; i < 2; i++)
+	{
+		Datum		key;
+
+		if (oldtup != NULL && JsSameValue(oldtup, newtup, tupdesc, keys[i]))
+			continue;
+		key = heap_getattr(newtup, keys[i], tupdesc, &isnull);
+		if (!isnull &&
+			(VARSIZE_ANY_EXHDR(DatumGetPointer(key)) < 1 ||
+			 VARSIZE_ANY_EXHDR(DatumGetPointer(key)) > 255))
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("%s of a job must have 1 to 255 bytes",
+							NameStr(TupleDescAttr(tupdesc, keys[i] - 1)->attname))));
+	}
+	max_attempts = JsTupleInt32(newtup, tupdesc, cols->max_attempts, &isnull);
+	if (!isnull && max_attempts < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("max_attempts of a job must be at least 1"),
+				 errdetail("The value given is %d.", max_attempts)));
 }
 
 static void
@@ -352,6 +390,8 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 					 errhint("Use job_state.submit().")));
 	}
 
+	JsCheckValues(cols, tupdesc, tuple, NULL);
+
 	input = heap_getattr(tuple, cols->input, tupdesc, &isnull);
 	if (isnull)
 		return tuple;			/* the NOT NULL constraint will object */
@@ -444,6 +484,8 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 				 errdetail("The job is %s; the update asks for %s.",
 						   js_status_names[from], js_status_names[to]),
 				 errhint("See the state diagram in the job_state README.")));
+
+	JsCheckValues(cols, tupdesc, newtup, oldtup);
 
 	/* forward-only counters */
 	old_gen = JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull);

@@ -14,6 +14,16 @@ INSERT INTO job_state.job (queue, input, input_hash, attempts) VALUES ('raw', '{
 INSERT INTO job_state.job (queue, input, input_hash) VALUES ('raw', '{"raw": 1}', '\x00') RETURNING id, status,
        input_hash = sha256(convert_to('{"raw": 1}', 'UTF8')) AS hash_computed;
 
+-- key lengths and max_attempts are checked like CHECK constraints
+INSERT INTO job_state.job (queue, input, input_hash, idempotency_key) VALUES ('raw', '{}', '\x00', '');
+INSERT INTO job_state.job (queue, input, input_hash, concurrency_key) VALUES ('raw', '{}', '\x00', repeat('k', 256));
+INSERT INTO job_state.job (queue, input, input_hash, max_attempts) VALUES ('raw', '{}', '\x00', 0);
+UPDATE job_state.job SET max_attempts = 0 WHERE id = 2;
+UPDATE job_state.job SET concurrency_key = '' WHERE id = 2;
+\set VERBOSITY default
+UPDATE job_state.job SET max_attempts = -1 WHERE id = 2;
+\set VERBOSITY sqlstate
+
 -- transitions outside the table: JS003
 UPDATE job_state.job SET status = 'succeeded' WHERE id = 1;
 UPDATE job_state.job SET status = 'unknown' WHERE id = 1;
