@@ -20,6 +20,7 @@
 PG_MODULE_MAGIC;
 
 bool		js_track_events = true;
+bool		js_notify = true;
 bool		js_restore = false;
 int			js_sweep_interval = 1000;
 char	   *js_database = NULL;
@@ -35,6 +36,15 @@ _PG_init(void)
 							 &js_track_events,
 							 true,
 							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("job_state.notify",
+							 "Sends NOTIFY job_state with the queue name when submit creates a job.",
+							 "Turn it off where no worker LISTENs: PostgreSQL serialises the commits of notifying transactions.",
+							 &js_notify,
+							 true,
+							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
 

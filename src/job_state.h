@@ -24,6 +24,7 @@
 
 /* GUCs (job_state.c) */
 extern bool js_track_events;
+extern bool js_notify;
 extern bool js_restore;
 extern int	js_sweep_interval;
 extern char *js_database;

@@ -197,7 +197,8 @@ js_submit(PG_FUNCTION_ARGS)
 			out[1] = BoolGetDatum(true);
 			out[2] = JsGetDatumCopy(0, 2, &isnull);
 			JsSubmitLimits(fcinfo, queue);
-			Async_Notify("job_state", queue);
+			if (js_notify)
+				Async_Notify("job_state", queue);
 			break;
 		}
 
