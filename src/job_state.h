@@ -192,10 +192,10 @@ extern void JsInitMaterialized(FunctionCallInfo fcinfo);
  * the parameter holding the database clock (GetCurrentTimestamp()): a
  * parameter, unlike clock_timestamp(), can bound the index scan on
  * lease_expires_at.  The UPDATE finds the jobs by id (an index lookup,
- * whatever the plan's estimates) and re-checks status and expiry in its
- * own WHERE clause; the row lock taken by "expiring" in the same statement
- * pins the generation, so a job completed or claimed again meanwhile is
- * left alone.  See lease.c.
+ * whatever the plan's estimates) and re-checks status, generation and
+ * expiry in its own WHERE clause (the row lock taken by "expiring" in the
+ * same statement already pins them), so a job completed or claimed again
+ * meanwhile is left alone.  See lease.c.
  */
 #define JS_SQL_EXPIRY_BATCH 1000
 #define JS_SQL_RETRY_ON_EXPIRY \
@@ -224,6 +224,7 @@ extern void JsInitMaterialized(FunctionCallInfo fcinfo);
 	"    THEN j.retries OPERATOR(pg_catalog.+) 1 ELSE j.retries END" \
 	"  FROM job_state.queue q" \
 	"  WHERE " queue_cond " j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT x.id FROM expiring x))" \
+	"   AND j.generation = (SELECT x.generation FROM expiring x WHERE x.id = j.id)" \
 	"   AND j.status = 'running'" \
 	"   AND j.lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()" \
 	"   AND q.name = j.queue" \
