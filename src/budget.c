@@ -200,16 +200,16 @@ JsNoSuchMeter(int64 job_id, const char *meter)
  */
 static JsPlan charge_plan = {
 	"WITH u AS ("
-	"  UPDATE job_state.job SET spent = pg_catalog.jsonb_set(spent, ARRAY[$3],"
-	"   pg_catalog.to_jsonb(COALESCE((spent OPERATOR(pg_catalog.->>) $3)::pg_catalog.numeric, 0)"
-	"    OPERATOR(pg_catalog.+) $4))"
-	"  WHERE queue = $1 AND id = $2 AND budget OPERATOR(pg_catalog.?) $3"
-	"  RETURNING (budget OPERATOR(pg_catalog.->>) $3)::pg_catalog.numeric"
-	"   OPERATOR(pg_catalog.-) (spent OPERATOR(pg_catalog.->>) $3)::pg_catalog.numeric AS left_over),"
+	"  UPDATE job_state.job SET spent = pg_catalog.jsonb_set(spent, ARRAY[$4],"
+	"   pg_catalog.to_jsonb(COALESCE((spent OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric, 0)"
+	"    OPERATOR(pg_catalog.+) $5))"
+	"  WHERE queue = $1 AND id = $2 AND budget OPERATOR(pg_catalog.?) $4"
+	"  RETURNING (budget OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric"
+	"   OPERATOR(pg_catalog.-) (spent OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric AS left_over),"
 	" l AS (INSERT INTO job_state.spend (queue, job_id, generation, meter, amount)"
-	"  SELECT $1, $2, $5, $3, $4 FROM u)"
+	"  SELECT $1, $2, $3, $4, $5 FROM u)"
 	" SELECT left_over FROM u",
-	5, {TEXTOID, INT8OID, TEXTOID, NUMERICOID, INT4OID}
+	5, {TEXTOID, INT8OID, INT4OID, TEXTOID, NUMERICOID}
 };
 
 static JsPlan job_exists_plan = {
@@ -221,7 +221,6 @@ Datum
 js_charge(PG_FUNCTION_ARGS)
 {
 	JsClaimToken *token;
-	const char *queue;
 	char	   *meter;
 	Datum		values[5];
 	bool		isnull;
@@ -235,12 +234,9 @@ js_charge(PG_FUNCTION_ARGS)
 	JsCheckAmount(PG_GETARG_NUMERIC(2));
 
 	SPI_connect();
-	queue = JsTokenCheck(token);
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = Int64GetDatum(token->job_id);
-	values[2] = PG_GETARG_DATUM(1);
-	values[3] = PG_GETARG_DATUM(2);
-	values[4] = Int32GetDatum(token->generation);
+	(void) JsTokenFence(token, values);
+	values[3] = PG_GETARG_DATUM(1);
+	values[4] = PG_GETARG_DATUM(2);
 	if (JsExecute(&charge_plan, values, NULL, false, 0) != 1)
 	{
 		if (JsExecute(&job_exists_plan, values, NULL, false, 1) == 0)

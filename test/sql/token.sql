@@ -59,3 +59,18 @@ SELECT job_state.succeed(:'forged');
 SELECT status, generation FROM job_state.job;
 
 SELECT length(key) AS key_bytes FROM job_state.secret;
+
+-- a token whose queue row is gone: JS008 (after the MAC check)
+\c
+\set VERBOSITY default
+BEGIN;
+DELETE FROM job_state.queue WHERE name = 'tok';
+SELECT job_state.succeed(:'t');
+ROLLBACK;
+-- without a MAC secret nothing can mint or check tokens
+\c
+BEGIN;
+DELETE FROM job_state.secret;
+SELECT job_state.heartbeat(:'t');
+ROLLBACK;
+SELECT status FROM job_state.job;
