@@ -7,6 +7,7 @@ OBJS = \
 	src/fsm.o \
 	src/submit.o \
 	src/claim.o \
+	src/claim_mark.o \
 	src/lease.o \
 	src/complete.o \
 	src/retry.o \

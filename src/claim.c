@@ -55,45 +55,102 @@ PG_FUNCTION_INFO_V1(js_assert_claim);
  * Keeping the expiry out of this statement spares every claim the set-up
  * of two more ModifyTable nodes.
  */
-static JsPlan claim_plan = {
-	"WITH q AS ("
-	"  SELECT id, LEAST(COALESCE($4, lease), max_lease) AS lease, paused,"
-	"   concurrency_limit, per_key_limit,"
-	"   (concurrency_limit IS NOT NULL OR per_key_limit IS NOT NULL"
-	"    OR uses_resources) AS limited"
+#define JS_SQL_CLAIM_QUEUE \
+	"WITH q AS (" \
+	"  SELECT id, LEAST(COALESCE($4, lease), max_lease) AS lease, paused," \
+	"   concurrency_limit, per_key_limit," \
+	"   (concurrency_limit IS NOT NULL OR per_key_limit IS NOT NULL" \
+	"    OR uses_resources) AS limited" \
 	"  FROM job_state.queue WHERE name = $1),"
-	" c AS MATERIALIZED ("
-	"  SELECT j.id FROM job_state.job j"
-	"  WHERE j.queue = $1 AND j.status = 'accepted'"
-	"   AND j.run_after OPERATOR(pg_catalog.<=) $5"
-	"   AND NOT (SELECT q.paused OR q.limited FROM q)"
-	"  ORDER BY j.priority DESC, j.run_after, j.id"
-	"  LIMIT $2"
-	"  FOR NO KEY UPDATE OF j SKIP LOCKED),"
-	" u AS ("
-	"  UPDATE job_state.job j SET"
-	"   status = CASE WHEN " JS_SQL_USED_UP " IS NULL THEN 'running'"
-	"            ELSE 'failed' END::job_state.status,"
-	"   reason = " JS_SQL_USED_UP ","
-	"   worker = $3,"
-	"   lease_expires_at = CASE WHEN " JS_SQL_USED_UP " IS NULL"
-	"    THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) (SELECT q.lease FROM q) END"
-	"  WHERE j.queue = $1"
-	"   AND j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT c.id FROM c))"
-	"   AND j.status = 'accepted'"
-	"  RETURNING j.queue, j.id, j.status, j.generation, j.reason, j.worker,"
-	"   j.attempts, j.input, j.deadline,"
-	"   j.status OPERATOR(pg_catalog.=) 'running' AS started,"
-	"   j.priority, j.run_after),"
-	" claimed_events AS (" JS_SQL_EVENTS("u", "'accepted'") ")"
-	" SELECT q.id, q.lease, q.paused, q.limited, q.concurrency_limit,"
-	"  q.per_key_limit, u.id, u.generation, u.attempts, u.input, u.deadline,"
-	"  u.started,"
-	"  EXISTS (SELECT FROM job_state.job j WHERE j.queue = $1"
-	"   AND j.status = 'running' AND j.lease_expires_at OPERATOR(pg_catalog.<=) $5)"
-	" FROM q LEFT JOIN u ON true"
-	" ORDER BY u.priority DESC, u.run_after, u.id",
+
+/* ready jobs of queue $1 at clock $5 satisfying cond, locked, at most $2 */
+#define JS_SQL_CLAIM_READY(cond) \
+	"  SELECT j.id FROM job_state.job j" \
+	"  WHERE j.queue = $1 AND j.status = 'accepted'" \
+	"   AND j.run_after OPERATOR(pg_catalog.<=) $5" \
+	"   AND NOT (SELECT q.paused OR q.limited FROM q)" cond \
+	"  ORDER BY j.priority DESC, j.run_after, j.id" \
+	"  LIMIT $2" \
+	"  FOR NO KEY UPDATE OF j SKIP LOCKED"
+
+#define JS_SQL_CLAIM_TAKE \
+	" u AS (" \
+	"  UPDATE job_state.job j SET" \
+	"   status = CASE WHEN " JS_SQL_USED_UP " IS NULL THEN 'running'" \
+	"            ELSE 'failed' END::job_state.status," \
+	"   reason = " JS_SQL_USED_UP "," \
+	"   worker = $3," \
+	"   lease_expires_at = CASE WHEN " JS_SQL_USED_UP " IS NULL" \
+	"    THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) (SELECT q.lease FROM q) END" \
+	"  WHERE j.queue = $1" \
+	"   AND j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT c.id FROM c))" \
+	"   AND j.status = 'accepted'" \
+	"  RETURNING j.queue, j.id, j.status, j.generation, j.reason, j.worker," \
+	"   j.attempts, j.input, j.deadline," \
+	"   j.status OPERATOR(pg_catalog.=) 'running' AS started," \
+	"   j.priority, j.run_after)," \
+	" claimed_events AS (" JS_SQL_EVENTS("u", "'accepted'") ")" \
+	" SELECT q.id, q.lease, q.paused, q.limited, q.concurrency_limit," \
+	"  q.per_key_limit, u.id, u.generation, u.attempts, u.input, u.deadline," \
+	"  u.started," \
+	"  EXISTS (SELECT FROM job_state.job j WHERE j.queue = $1" \
+	"   AND j.status = 'running' AND j.lease_expires_at OPERATOR(pg_catalog.<=) $5)," \
+	"  u.priority, u.run_after" \
+	" FROM q LEFT JOIN u ON true" \
+	" ORDER BY u.priority DESC, u.run_after, u.id"
+
+/*
+ * The whole claim in one statement.  $1 queue, $2 how many, $3 worker,
+ * $4 lease asked for (NULL: the queue's), $5 the database clock.
+ *
+ * q        the queue's options;
+ * c        the ready jobs, locked SKIP LOCKED, unless the queue is paused or
+ *          limited (limits.c then takes over);
+ * u        moves them to running (the job trigger bumps generation and
+ *          attempts), or to failed when their attempts, deadline or budget
+ *          are used up, judged on the locked (newest) row version.  It finds
+ *          them by primary key (queue, id = ANY (...)), so its generic plan
+ *          is an index lookup whatever $2 is, and re-checks the status;
+ * claimed_events   their history.
+ *
+ * One row per job taken, each carrying the queue's columns, whether a lease
+ * in the queue has run out (an index probe; claim then applies the expiry
+ * with lease.c's statement and looks again) and the job's index key (for
+ * the mark of claim_mark.c); one row with NULL job columns when none was
+ * taken; no row when the queue does not exist.  Keeping the expiry out of
+ * this statement spares every claim the set-up of two more ModifyTable
+ * nodes.
+ */
+static JsPlan claim_plan = {
+	JS_SQL_CLAIM_QUEUE
+	" c AS MATERIALIZED (" JS_SQL_CLAIM_READY("") "),"
+	JS_SQL_CLAIM_TAKE,
 	5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID}
+};
+
+/*
+ * The same, resuming after the mark ($6 priority, $7 run_after, $8 id) of
+ * claim_mark.c: higher priorities from their start, the mark's priority
+ * from just after the mark (the row comparison bounds the index scan, so
+ * the entries before it are never visited), then lower priorities.  Each
+ * part is a CTE of its own (FOR UPDATE is not allowed in UNION), and as
+ * CTEs are read on demand, a part runs only if the ones before it did not
+ * fill the claim.
+ */
+static JsPlan claim_resume_plan = {
+	JS_SQL_CLAIM_QUEUE
+	" above AS MATERIALIZED ("
+	JS_SQL_CLAIM_READY(" AND j.priority OPERATOR(pg_catalog.>) $6") "),"
+	" resumed AS MATERIALIZED ("
+	JS_SQL_CLAIM_READY(" AND j.priority = $6"
+					   " AND (j.run_after, j.id) OPERATOR(pg_catalog.>) ($7, $8)") "),"
+	" below AS MATERIALIZED ("
+	JS_SQL_CLAIM_READY(" AND j.priority OPERATOR(pg_catalog.<) $6") "),"
+	" c AS (SELECT id FROM above UNION ALL SELECT id FROM resumed"
+	"  UNION ALL SELECT id FROM below LIMIT $2),"
+	JS_SQL_CLAIM_TAKE,
+	8, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID,
+		INT4OID, TIMESTAMPTZOID, INT8OID}
 };
 
 Datum
@@ -103,12 +160,13 @@ js_claim(PG_FUNCTION_ARGS)
 	char	   *queue;
 	int32		max_jobs;
 	int32		queue_id;
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			claimed = 0;
 	int			passes = 0;
 	bool		isnull;
 	bool		expiry_due;
+	bool		from_head = false;
 
 	JsRefuseNull(fcinfo, 0, "queue");
 	JsRefuseNull(fcinfo, 1, "worker");
@@ -135,13 +193,39 @@ js_claim(PG_FUNCTION_ARGS)
 	for (;;)
 	{
 		SPITupleTable *tt;
+		TimestampTz now = GetCurrentTimestamp();
+		int32		asked = max_jobs - claimed;
+		int32		mark_priority;
+		TimestampTz mark_run_after;
+		int64		mark_id;
+		bool		resumed;
 		int			n;
 		int			i;
+		int			taken = 0;
 		int			used_up = 0;
 
-		values[1] = Int32GetDatum(max_jobs - claimed);
-		values[4] = TimestampTzGetDatum(GetCurrentTimestamp());
-		n = JsExecuteWithEvents(&claim_plan, values, nulls);
+		values[1] = Int32GetDatum(asked);
+		values[4] = TimestampTzGetDatum(now);
+
+		/*
+		 * Resume after this session's mark unless an earlier pass of this
+		 * call already looked from the head (it came back short, or leases
+		 * were expired, which may requeue jobs behind the mark).
+		 */
+		resumed = !from_head &&
+			JsClaimMarkGet(queue, now, &mark_priority, &mark_run_after, &mark_id);
+		if (resumed)
+		{
+			values[5] = Int32GetDatum(mark_priority);
+			values[6] = TimestampTzGetDatum(mark_run_after);
+			values[7] = Int64GetDatum(mark_id);
+			n = JsExecuteWithEvents(&claim_resume_plan, values, nulls);
+		}
+		else
+		{
+			from_head = true;
+			n = JsExecuteWithEvents(&claim_plan, values, nulls);
+		}
 		if (n == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
@@ -180,6 +264,7 @@ js_claim(PG_FUNCTION_ARGS)
 			(void) SPI_getbinval(row, tt->tupdesc, 7, &isnull);
 			if (isnull)
 				continue;		/* the queue's row alone: nothing taken */
+			taken++;
 			if (!DatumGetBool(SPI_getbinval(row, tt->tupdesc, 12, &isnull)))
 			{
 				used_up++;
@@ -197,14 +282,33 @@ js_claim(PG_FUNCTION_ARGS)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
 			claimed++;
 		}
+
+		/* the next claim resumes after the last job taken (claim order) */
+		if (taken > 0)
+		{
+			HeapTuple	last = tt->vals[n - 1];
+
+			JsClaimMarkSet(queue, now, !resumed, true,
+						   DatumGetInt32(SPI_getbinval(last, tt->tupdesc, 14, &isnull)),
+						   DatumGetTimestampTz(SPI_getbinval(last, tt->tupdesc, 15, &isnull)),
+						   DatumGetInt64(SPI_getbinval(last, tt->tupdesc, 7, &isnull)));
+		}
+		else
+			JsClaimMarkSet(queue, now, !resumed, false, 0, 0, 0);
+
 		/*
-		 * Leases ran out: apply the expiry (it may requeue jobs), then look
-		 * again, as when jobs turned out used up and left room.
+		 * Leases ran out: apply the expiry (it may requeue jobs, also behind
+		 * the mark), then look again from the head, as when the resumed scan
+		 * came back short (jobs may be ready behind the mark); look again
+		 * too when jobs turned out used up and left room.
 		 */
 		if (expiry_due)
 			JsExpireLeases(queue);
-		if (claimed >= max_jobs || (used_up == 0 && !expiry_due) ||
-			++passes > JS_CLAIM_MAX_PASSES)
+		if (claimed >= max_jobs || ++passes > JS_CLAIM_MAX_PASSES)
+			break;
+		if (expiry_due || (resumed && taken < asked))
+			from_head = true;
+		else if (used_up == 0)
 			break;
 	}
 

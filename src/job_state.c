@@ -66,6 +66,16 @@ _PG_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("job_state.claim_rescan_interval",
+							"Longest time claim resumes after this session's last claim in a queue before it scans the queue from its start again.",
+							"Resuming skips the index entries of jobs already taken; a job that becomes ready behind the resume point waits at most this long while the queue has other ready jobs.  0 scans from the start every time (strict claim order).",
+							&js_claim_rescan_interval,
+							1000, 0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	JsClaimMarkInit();
+
 	/* PGC_POSTMASTER settings and workers only while preloading */
 	if (process_shared_preload_libraries_in_progress)
 	{

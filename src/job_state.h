@@ -77,6 +77,15 @@ extern const char *JsTokenCheck(const JsClaimToken *token);
 extern const char *JsTokenFence(const JsClaimToken *token, Datum *values);
 extern const char *JsQueueName(int32 queue_id);
 
+/* claim_mark.c: where this session's last claim in a queue stopped */
+extern int	js_claim_rescan_interval;
+extern void JsClaimMarkInit(void);
+extern bool JsClaimMarkGet(const char *queue, TimestampTz now,
+						   int32 *priority, TimestampTz *run_after, int64 *id);
+extern void JsClaimMarkSet(const char *queue, TimestampTz now, bool from_head,
+						   bool taken, int32 priority, TimestampTz run_after,
+						   int64 id);
+
 /* spi.c: the kept-plan registry */
 #define JS_MAX_PLAN_ARGS 16
 

@@ -1,0 +1,170 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim_mark.c
+ *	  Where this session's last claim in a queue stopped: claim resumes its
+ *	  index scan there instead of walking the queue's ready index from its
+ *	  head.
+ *
+ * A claimed job leaves its entry in the partial index job_ready until
+ * VACUUM removes it, so on a busy queue the head of the index fills with
+ * entries of jobs that are already running or finished, and a claim that
+ * starts at the head visits all of them (the bare FOR UPDATE SKIP LOCKED
+ * queue slows down the same way as they pile up).  The mark is the index
+ * key (priority, run_after, id) of the last job this session took; the next
+ * claim starts just after it for that priority, and scans higher and lower
+ * priorities from their start as before.
+ *
+ * A job can become ready behind a mark: submitted with an old run_after, or
+ * released by a claim that rolled back in another session.  So the mark is
+ * only a hint: claim scans from the head again whenever the resumed scan
+ * comes back short, after lease expiry, and at least every
+ * job_state.claim_rescan_interval; such a job therefore waits at most that
+ * long while the queue has other ready work.  A session's own aborted claim
+ * forgets its marks (the jobs it took are ready again, behind them).
+ *
+ * The marks live in backend-local memory (no shared memory is needed, so
+ * this works without shared_preload_libraries), one per queue name.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+
+#include "job_state.h"
+
+/* queue names have at most 128 characters of at most 4 bytes */
+#define JS_MARK_KEY_LEN (128 * 4 + 1)
+
+typedef struct JsClaimMarkEntry
+{
+	char		queue[JS_MARK_KEY_LEN]; /* hash key */
+	bool		valid;			/* priority, run_after, id are set */
+	int32		priority;
+	TimestampTz run_after;
+	int64		id;
+	TimestampTz scanned_at;		/* last scan from the head of the queue */
+} JsClaimMarkEntry;
+
+static HTAB *claim_marks = NULL;
+
+int			js_claim_rescan_interval = 1000;
+
+static JsClaimMarkEntry *
+mark_lookup(const char *queue, bool create)
+{
+	bool		found;
+	JsClaimMarkEntry *entry;
+
+	if (strlen(queue) >= JS_MARK_KEY_LEN)
+		return NULL;			/* not a queue name: no mark */
+	if (claim_marks == NULL)
+	{
+		HASHCTL		ctl;
+
+		if (!create)
+			return NULL;
+		ctl.keysize = JS_MARK_KEY_LEN;
+		ctl.entrysize = sizeof(JsClaimMarkEntry);
+		claim_marks = hash_create("job_state claim marks", 8, &ctl,
+								  HASH_ELEM | HASH_STRINGS);
+	}
+	entry = hash_search(claim_marks, queue, create ? HASH_ENTER : HASH_FIND,
+						&found);
+	if (entry != NULL && !found)
+	{
+		entry->valid = false;
+		entry->scanned_at = 0;
+	}
+	return entry;
+}
+
+/*
+ * May the next claim in the queue resume at the mark?  If so, fill in the
+ * mark's key.
+ */
+bool
+JsClaimMarkGet(const char *queue, TimestampTz now,
+			   int32 *priority, TimestampTz *run_after, int64 *id)
+{
+	JsClaimMarkEntry *entry;
+
+	if (js_claim_rescan_interval <= 0)
+		return false;
+	entry = mark_lookup(queue, false);
+	if (entry == NULL || !entry->valid ||
+		TimestampDifferenceExceeds(entry->scanned_at, now,
+								   js_claim_rescan_interval))
+		return false;
+	*priority = entry->priority;
+	*run_after = entry->run_after;
+	*id = entry->id;
+	return true;
+}
+
+/*
+ * After a claim statement: from_head says whether it scanned from the head
+ * of the queue, taken whether it took a job, and the key is that of the
+ * last job it took (in claim order).
+ */
+void
+JsClaimMarkSet(const char *queue, TimestampTz now, bool from_head, bool taken,
+			   int32 priority, TimestampTz run_after, int64 id)
+{
+	JsClaimMarkEntry *entry;
+
+	if (js_claim_rescan_interval <= 0)
+		return;
+	entry = mark_lookup(queue, true);
+	if (entry == NULL)
+		return;
+	if (from_head)
+		entry->scanned_at = now;
+	if (taken)
+	{
+		entry->valid = true;
+		entry->priority = priority;
+		entry->run_after = run_after;
+		entry->id = id;
+	}
+	else if (from_head)
+		entry->valid = false;	/* the queue had nothing ready */
+}
+
+/*
+ * The jobs an aborted (sub)transaction took are ready again, behind the
+ * marks: forget them all.
+ */
+static void
+forget_marks(void)
+{
+	if (claim_marks != NULL)
+	{
+		hash_destroy(claim_marks);
+		claim_marks = NULL;
+	}
+}
+
+static void
+mark_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		forget_marks();
+}
+
+static void
+mark_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		forget_marks();
+}
+
+void
+JsClaimMarkInit(void)
+{
+	RegisterXactCallback(mark_xact_callback, NULL);
+	RegisterSubXactCallback(mark_subxact_callback, NULL);
+}
