@@ -95,7 +95,8 @@ PG_FUNCTION_INFO_V1(js_assert_claim);
 	"  u.started," \
 	"  EXISTS (SELECT FROM job_state.job j WHERE j.queue = $1" \
 	"   AND j.status = 'running' AND j.lease_expires_at OPERATOR(pg_catalog.<=) $5)," \
-	"  u.priority, u.run_after" \
+	"  u.priority, u.run_after," \
+	"  'job_state.job'::pg_catalog.regclass::pg_catalog.oid" \
 	" FROM q LEFT JOIN u ON true" \
 	" ORDER BY u.priority DESC, u.run_after, u.id"
 
@@ -203,6 +204,7 @@ js_claim(PG_FUNCTION_ARGS)
 		int			i;
 		int			taken = 0;
 		int			used_up = 0;
+		Oid			job_relid;
 
 		values[1] = Int32GetDatum(asked);
 		values[4] = TimestampTzGetDatum(now);
@@ -284,17 +286,18 @@ js_claim(PG_FUNCTION_ARGS)
 		}
 
 		/* the next claim resumes after the last job taken (claim order) */
+		job_relid = DatumGetObjectId(SPI_getbinval(tt->vals[0], tt->tupdesc, 16, &isnull));
 		if (taken > 0)
 		{
 			HeapTuple	last = tt->vals[n - 1];
 
-			JsClaimMarkSet(queue, now, !resumed, true,
+			JsClaimMarkSet(job_relid, queue, now, !resumed, true,
 						   DatumGetInt32(SPI_getbinval(last, tt->tupdesc, 14, &isnull)),
 						   DatumGetTimestampTz(SPI_getbinval(last, tt->tupdesc, 15, &isnull)),
 						   DatumGetInt64(SPI_getbinval(last, tt->tupdesc, 7, &isnull)));
 		}
 		else
-			JsClaimMarkSet(queue, now, !resumed, false, 0, 0, 0);
+			JsClaimMarkSet(job_relid, queue, now, !resumed, false, 0, 0, 0);
 
 		/*
 		 * Leases ran out: apply the expiry (it may requeue jobs, also behind

@@ -23,7 +23,9 @@
  * forgets its marks (the jobs it took are ready again, behind them).
  *
  * The marks live in backend-local memory (no shared memory is needed, so
- * this works without shared_preload_libraries), one per queue name.
+ * this works without shared_preload_libraries), one per queue name, and
+ * belong to one job table: an invalidation of that table (DROP EXTENSION,
+ * but also VACUUM, which removes the entries a mark skips) forgets them.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +33,7 @@
 
 #include "access/xact.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/timestamp.h"
 
 #include "job_state.h"
@@ -49,6 +52,7 @@ typedef struct JsClaimMarkEntry
 } JsClaimMarkEntry;
 
 static HTAB *claim_marks = NULL;
+static Oid	claim_marks_relid = InvalidOid;	/* the job table they are for */
 
 int			js_claim_rescan_interval = 1000;
 
@@ -104,19 +108,27 @@ JsClaimMarkGet(const char *queue, TimestampTz now,
 	return true;
 }
 
+static void forget_marks(void);
+
 /*
- * After a claim statement: from_head says whether it scanned from the head
- * of the queue, taken whether it took a job, and the key is that of the
- * last job it took (in claim order).
+ * After a claim statement on the job table job_relid: from_head says
+ * whether it scanned from the head of the queue, taken whether it took a
+ * job, and the key is that of the last job it took (in claim order).
  */
 void
-JsClaimMarkSet(const char *queue, TimestampTz now, bool from_head, bool taken,
+JsClaimMarkSet(Oid job_relid, const char *queue, TimestampTz now,
+			   bool from_head, bool taken,
 			   int32 priority, TimestampTz run_after, int64 id)
 {
 	JsClaimMarkEntry *entry;
 
 	if (js_claim_rescan_interval <= 0)
 		return;
+	if (job_relid != claim_marks_relid)
+	{
+		forget_marks();
+		claim_marks_relid = job_relid;
+	}
 	entry = mark_lookup(queue, true);
 	if (entry == NULL)
 		return;
@@ -135,7 +147,7 @@ JsClaimMarkSet(const char *queue, TimestampTz now, bool from_head, bool taken,
 
 /*
  * The jobs an aborted (sub)transaction took are ready again, behind the
- * marks: forget them all.
+ * marks: forget them all (also on invalidation of the job table).
  */
 static void
 forget_marks(void)
@@ -145,6 +157,13 @@ forget_marks(void)
 		hash_destroy(claim_marks);
 		claim_marks = NULL;
 	}
+}
+
+static void
+mark_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == claim_marks_relid)
+		forget_marks();
 }
 
 static void
@@ -165,6 +184,7 @@ mark_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 void
 JsClaimMarkInit(void)
 {
+	CacheRegisterRelcacheCallback(mark_relcache_callback, (Datum) 0);
 	RegisterXactCallback(mark_xact_callback, NULL);
 	RegisterSubXactCallback(mark_subxact_callback, NULL);
 }

@@ -82,9 +82,9 @@ extern int	js_claim_rescan_interval;
 extern void JsClaimMarkInit(void);
 extern bool JsClaimMarkGet(const char *queue, TimestampTz now,
 						   int32 *priority, TimestampTz *run_after, int64 *id);
-extern void JsClaimMarkSet(const char *queue, TimestampTz now, bool from_head,
-						   bool taken, int32 priority, TimestampTz run_after,
-						   int64 id);
+extern void JsClaimMarkSet(Oid job_relid, const char *queue, TimestampTz now,
+						   bool from_head, bool taken, int32 priority,
+						   TimestampTz run_after, int64 id);
 
 /* spi.c: the kept-plan registry */
 #define JS_MAX_PLAN_ARGS 16
