@@ -236,6 +236,7 @@ js_claim(PG_FUNCTION_ARGS)
 		/* minting may run SPI (first use of the secret): keep our result */
 		tt = SPI_tuptable;
 		queue_id = JsGetInt32(0, 1, NULL);
+		job_relid = DatumGetObjectId(SPI_getbinval(tt->vals[0], tt->tupdesc, 16, &isnull));
 
 		expiry_due = JsGetBool(0, 13);
 		if (JsGetBool(0, 4) && !JsGetBool(0, 3))
@@ -249,7 +250,7 @@ js_claim(PG_FUNCTION_ARGS)
 			/* concurrency or rate limits apply: the slot-taking path */
 			if (expiry_due)
 				JsExpireLeases(queue);
-			JsClaimWithLimits(queue, queue_id, PG_GETARG_DATUM(1), lease,
+			JsClaimWithLimits(queue, queue_id, job_relid, PG_GETARG_DATUM(1), lease,
 							  max_jobs, !no_queue_limit, queue_limit,
 							  !no_key_limit, key_limit, rsinfo);
 			break;
@@ -286,7 +287,6 @@ js_claim(PG_FUNCTION_ARGS)
 		}
 
 		/* the next claim resumes after the last job taken (claim order) */
-		job_relid = DatumGetObjectId(SPI_getbinval(tt->vals[0], tt->tupdesc, 16, &isnull));
 		if (taken > 0)
 		{
 			HeapTuple	last = tt->vals[n - 1];

@@ -127,10 +127,11 @@ extern char *JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent);
 extern void JsReleaseSlots(int64 job_id);
 extern void JsEnsureSlots(const char *kind, const char *scope, const char *key,
 						  int32 limit);
-extern int	JsClaimWithLimits(const char *queue, int32 queue_id, Datum worker,
-							  Datum lease, int32 max_jobs, bool has_queue_limit,
-							  int32 queue_limit, bool has_key_limit,
-							  int32 key_limit, ReturnSetInfo *rsinfo);
+extern int	JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
+							  Datum worker, Datum lease, int32 max_jobs,
+							  bool has_queue_limit, int32 queue_limit,
+							  bool has_key_limit, int32 key_limit,
+							  ReturnSetInfo *rsinfo);
 
 /* lease.c */
 extern int	JsExpireLeases(const char *queue);

@@ -127,15 +127,33 @@ static JsPlan free_slot_plan = {
 	4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}
 };
 
-/* ready jobs, in claim order, not locked */
+/* ready jobs of queue $1 satisfying cond, in claim order, not locked */
+#define JS_SQL_CANDIDATES(cond) \
+	"SELECT j.id, j.resource, j.concurrency_key, j.priority, j.run_after" \
+	"  FROM job_state.job j" \
+	"  WHERE j.queue = $1 AND j.status = 'accepted'" \
+	"   AND j.run_after OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()" cond \
+	"  ORDER BY j.priority DESC, j.run_after, j.id" \
+	"  LIMIT $2"
+
 static JsPlan candidates_plan = {
-	"SELECT j.id, j.resource, j.concurrency_key"
-	"  FROM job_state.job j"
-	"  WHERE j.queue = $1 AND j.status = 'accepted'"
-	"   AND j.run_after OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
-	"  ORDER BY j.priority DESC, j.run_after, j.id"
-	"  LIMIT $2",
+	JS_SQL_CANDIDATES(""),
 	2, {TEXTOID, INT4OID}
+};
+
+/* the same, resuming after the mark ($3 priority, $4 run_after, $5 id) */
+static JsPlan candidates_resume_plan = {
+	"WITH above AS MATERIALIZED ("
+	JS_SQL_CANDIDATES(" AND j.priority OPERATOR(pg_catalog.>) $3") "),"
+	" resumed AS MATERIALIZED ("
+	JS_SQL_CANDIDATES(" AND j.priority = $3"
+					  " AND (j.run_after, j.id) OPERATOR(pg_catalog.>) ($4, $5)") "),"
+	" below AS MATERIALIZED ("
+	JS_SQL_CANDIDATES(" AND j.priority OPERATOR(pg_catalog.<) $3") ")"
+	" SELECT * FROM (SELECT * FROM above UNION ALL SELECT * FROM resumed"
+	"  UNION ALL SELECT * FROM below) c"
+	" ORDER BY c.priority DESC, c.run_after, c.id LIMIT $2",
+	5, {TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}
 };
 
 /* lock one candidate unless another claimer has it; is it used up? */
@@ -296,31 +314,63 @@ JsTakeToken(const char *resource)
 }
 
 /*
- * The slot-taking claim.  For each ready job in claim order: a free slot of
- * every limit that applies (queue, resource, key), then the job itself,
- * then a start token; all SKIP LOCKED.  Jobs other claimers hold are
- * skipped, and so are jobs whose resource or key has no free slot.
+ * One slot-taking claim call: its limits, the slots it has locked, what it
+ * took, and the mark (claim_mark.c) it will leave: the last job of the
+ * unbroken run of candidates, from the start of the scan, that it took or
+ * found gone (taken by another claimer, used up).  A job passed over for a
+ * full slot or an empty bucket stops that run, so it stays ahead of the
+ * mark and the next claim looks at it again.
  */
-int
-JsClaimWithLimits(const char *queue, int32 queue_id, Datum worker, Datum lease,
-				  int32 max_jobs, bool has_queue_limit, int32 queue_limit,
-				  bool has_key_limit, int32 key_limit, ReturnSetInfo *rsinfo)
+typedef struct JsLimitedClaim
 {
-	JsSlot		queue_slot = {0};
-	JsSlot		resource_slot = {0};
-	JsSlot		key_slot = {0};
-	int			claimed = 0;
-	int			ncand;
+	const char *queue;
+	int32		queue_id;
+	Datum		worker;
+	Datum		lease;
+	int32		max_jobs;
+	bool		has_queue_limit;
+	int32		queue_limit;
+	bool		has_key_limit;
+	int32		key_limit;
+	ReturnSetInfo *rsinfo;
+	JsSlot		queue_slot;
+	JsSlot		resource_slot;
+	JsSlot		key_slot;
+	int			claimed;
+	bool		queue_full;
+	bool		unbroken;		/* no job passed over yet in this scan */
+	bool		marked;
+	int32		mark_priority;
+	TimestampTz mark_run_after;
+	int64		mark_id;
+} JsLimitedClaim;
+
+static void
+JsLimitedMark(JsLimitedClaim *lc, HeapTuple row, TupleDesc desc)
+{
+	bool		isnull;
+
+	if (!lc->unbroken)
+		return;
+	lc->marked = true;
+	lc->mark_priority = DatumGetInt32(SPI_getbinval(row, desc, 4, &isnull));
+	lc->mark_run_after = DatumGetTimestampTz(SPI_getbinval(row, desc, 5, &isnull));
+	lc->mark_id = DatumGetInt64(SPI_getbinval(row, desc, 1, &isnull));
+}
+
+/*
+ * For each candidate in claim order: a free slot of every limit that
+ * applies (queue, resource, key), then the job itself, then a start token;
+ * all SKIP LOCKED.  Jobs other claimers hold are skipped, and so are jobs
+ * whose resource or key has no free slot.
+ */
+static void
+JsTakeCandidates(JsLimitedClaim *lc, SPITupleTable *cands, int ncand)
+{
 	int			i;
-	Datum		values[5];
-	SPITupleTable *cands;
 
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = Int32GetDatum(Min(max_jobs * 4 + 16, 10000));
-	ncand = JsExecute(&candidates_plan, values, NULL, false, 0);
-	cands = SPI_tuptable;
-
-	for (i = 0; i < ncand && claimed < max_jobs; i++)
+	lc->unbroken = true;
+	for (i = 0; i < ncand && lc->claimed < lc->max_jobs; i++)
 	{
 		HeapTuple	row = cands->vals[i];
 		TupleDesc	desc = cands->tupdesc;
@@ -336,34 +386,47 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Datum worker, Datum lease,
 		int32		generation;
 
 		/* slots first: one that stays unused is the next job's spare */
-		if (has_queue_limit &&
-			!JsSlotFor(&queue_slot, "queue", queue, NULL, queue_limit))
-			break;				/* the queue is full */
-		if (resource != NULL && !JsResourceSlot(resource, &resource_slot, &rated))
+		if (lc->has_queue_limit &&
+			!JsSlotFor(&lc->queue_slot, "queue", lc->queue, NULL, lc->queue_limit))
+		{
+			lc->queue_full = true;
+			break;
+		}
+		if ((resource != NULL &&
+			 !JsResourceSlot(resource, &lc->resource_slot, &rated)) ||
+			(lc->has_key_limit && key != NULL &&
+			 !JsSlotFor(&lc->key_slot, "key", lc->queue, key, lc->key_limit)))
+		{
+			lc->unbroken = false;
 			continue;
-		if (has_key_limit && key != NULL &&
-			!JsSlotFor(&key_slot, "key", queue, key, key_limit))
-			continue;
+		}
 
 		/* then the job, unless another claimer has it */
-		start[0] = CStringGetTextDatum(queue);
+		start[0] = CStringGetTextDatum(lc->queue);
 		start[1] = Int64GetDatum(job_id);
 		if (JsExecute(&lock_job_plan, start, NULL, false, 0) == 0)
+		{
+			JsLimitedMark(lc, row, desc);
 			continue;
+		}
 		used_up = JsGetText(0, 1);
 		if (used_up != NULL)
 		{
 			start[2] = CStringGetTextDatum(used_up);
 			JsExecute(&used_up_plan, start, NULL, false, 0);
+			JsLimitedMark(lc, row, desc);
 			continue;
 		}
 		if (rated && !JsTakeToken(resource))
+		{
+			lc->unbroken = false;
 			continue;
+		}
 
-		start[2] = worker;
-		start[3] = lease;
-		start[4] = BoolGetDatum(has_queue_limit || resource_slot.n != 0 ||
-								(has_key_limit && key != NULL));
+		start[2] = lc->worker;
+		start[3] = lc->lease;
+		start[4] = BoolGetDatum(lc->has_queue_limit || lc->resource_slot.n != 0 ||
+								(lc->has_key_limit && key != NULL));
 		if (JsExecute(&start_plan, start, NULL, false, 0) != 1)
 			elog(ERROR, "job_state: job %lld changed under its row lock", (long long) job_id);
 
@@ -373,19 +436,75 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Datum worker, Datum lease,
 		out[3] = JsGetDatumCopy(0, 3, &outnulls[3]);
 		out[4] = JsGetDatumCopy(0, 4, &outnulls[4]);
 
-		if (has_queue_limit)
-			JsHoldSlot(&queue_slot, job_id, queue);
+		if (lc->has_queue_limit)
+			JsHoldSlot(&lc->queue_slot, job_id, lc->queue);
 		if (resource != NULL)
-			JsHoldSlot(&resource_slot, job_id, queue);
-		if (has_key_limit && key != NULL)
-			JsHoldSlot(&key_slot, job_id, queue);
+			JsHoldSlot(&lc->resource_slot, job_id, lc->queue);
+		if (lc->has_key_limit && key != NULL)
+			JsHoldSlot(&lc->key_slot, job_id, lc->queue);
 
 		/* minting may run SPI (first use of the secret): after the reads */
-		out[0] = ClaimTokenGetDatum(JsTokenMint(job_id, generation, queue_id));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
-		claimed++;
+		out[0] = ClaimTokenGetDatum(JsTokenMint(job_id, generation, lc->queue_id));
+		tuplestore_putvalues(lc->rsinfo->setResult, lc->rsinfo->setDesc, out, outnulls);
+		lc->claimed++;
+		JsLimitedMark(lc, row, desc);
 	}
-	return claimed;
+}
+
+/*
+ * The slot-taking claim, for queues with a limit or jobs naming a
+ * resource.  Like the plain claim it resumes after this session's mark in
+ * the queue, and looks from the head when the resumed candidates run out
+ * before the claim is full.
+ */
+int
+JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
+				  Datum worker, Datum lease,
+				  int32 max_jobs, bool has_queue_limit, int32 queue_limit,
+				  bool has_key_limit, int32 key_limit, ReturnSetInfo *rsinfo)
+{
+	JsLimitedClaim lc = {0};
+	TimestampTz now = GetCurrentTimestamp();
+	int32		asked = Min(max_jobs * 4 + 16, 10000);
+	int32		mark_priority;
+	TimestampTz mark_run_after;
+	int64		mark_id;
+	bool		from_head = true;
+	Datum		values[5];
+	int			ncand;
+
+	lc.queue = queue;
+	lc.queue_id = queue_id;
+	lc.worker = worker;
+	lc.lease = lease;
+	lc.max_jobs = max_jobs;
+	lc.has_queue_limit = has_queue_limit;
+	lc.queue_limit = queue_limit;
+	lc.has_key_limit = has_key_limit;
+	lc.key_limit = key_limit;
+	lc.rsinfo = rsinfo;
+
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int32GetDatum(asked);
+	if (JsClaimMarkGet(queue, now, &mark_priority, &mark_run_after, &mark_id))
+	{
+		values[2] = Int32GetDatum(mark_priority);
+		values[3] = TimestampTzGetDatum(mark_run_after);
+		values[4] = Int64GetDatum(mark_id);
+		ncand = JsExecute(&candidates_resume_plan, values, NULL, false, 0);
+		JsTakeCandidates(&lc, SPI_tuptable, ncand);
+		/* enough candidates after the mark, or the queue is full */
+		from_head = ncand < asked && lc.claimed < max_jobs && !lc.queue_full;
+	}
+	if (from_head)
+	{
+		lc.marked = false;
+		ncand = JsExecute(&candidates_plan, values, NULL, false, 0);
+		JsTakeCandidates(&lc, SPI_tuptable, ncand);
+	}
+	JsClaimMarkSet(job_relid, queue, now, from_head, lc.marked,
+				   lc.mark_priority, lc.mark_run_after, lc.mark_id);
+	return lc.claimed;
 }
 
 /*

@@ -67,6 +67,35 @@ SELECT c.job_id = (SELECT min(id) FROM job_state.job WHERE queue = 'rq2') AS fir
   FROM job_state.claim('rq2', 'w') c;
 SELECT take();                      -- c4: rq's mark untouched
 
+-- the slot-taking claim (a queue with a limit) resumes too; a job passed
+-- over for a full slot stays ahead of the mark
+SELECT job_state.create_queue('lq', per_key_limit => 1);
+CREATE FUNCTION lput(k text, at timestamptz, ckey text) RETURNS void
+LANGUAGE sql AS $$
+  SELECT FROM job_state.submit('lq', '{}', idempotency_key => k, run_after => at, concurrency_key => ckey)
+$$;
+CREATE FUNCTION ltake(OUT k text, OUT token job_state.claim_token) RETURNS SETOF record
+LANGUAGE sql AS $$
+  SELECT j.idempotency_key, c.token FROM job_state.claim('lq', 'w') c
+    JOIN job_state.job j ON j.queue = 'lq' AND j.id = c.job_id
+$$;
+SELECT lput('l' || i, '2026-01-01 00:00:00+00'::timestamptz + i * interval '1 min',
+            (ARRAY['A', 'A', 'B', 'B', 'C', 'D'])[i])
+  FROM generate_series(1, 6) i;
+SELECT k, token AS l1_token FROM ltake() \gset
+SELECT :'k';                        -- l1 (key A)
+SELECT k FROM ltake();              -- l3: l2 passed over (key A is full)
+SELECT job_state.succeed(:'l1_token');
+SELECT k FROM ltake();              -- l2: the mark stayed at l1
+SELECT lput('llate', '2025-06-01', 'E');
+SELECT k FROM ltake();              -- l5: resumed after l2, l4 passed over (key B)
+SET job_state.claim_rescan_interval = 0;
+SELECT k FROM ltake();              -- llate, from the head
+SET job_state.claim_rescan_interval = '1h';
+SELECT idempotency_key, status FROM job_state.job WHERE queue = 'lq' ORDER BY id;
+DROP FUNCTION lput(text, timestamptz, text);
+DROP FUNCTION ltake();
+
 -- the setting
 SET job_state.claim_rescan_interval = -1;
 SET job_state.claim_rescan_interval = '2s';
