@@ -28,33 +28,12 @@
 #include "job_state.h"
 
 PG_FUNCTION_INFO_V1(js_claim);
-
-/* bound on the statements one claim runs (used-up jobs, expiry rounds) */
-#define JS_CLAIM_MAX_PASSES 16
 PG_FUNCTION_INFO_V1(js_heartbeat);
 PG_FUNCTION_INFO_V1(js_assert_claim);
 
-/*
- * The whole claim in one statement.  $1 queue, $2 how many, $3 worker,
- * $4 lease asked for (NULL: the queue's), $5 the database clock.
- *
- * q        the queue's options;
- * c        the ready jobs, locked SKIP LOCKED, unless the queue is paused or
- *          limited (limits.c then takes over);
- * u        moves them to running (the job trigger bumps generation and
- *          attempts), or to failed when their attempts, deadline or budget
- *          are used up, judged on the locked (newest) row version.  It finds
- *          them by primary key (queue, id = ANY (...)), so its generic plan
- *          is an index lookup whatever $2 is, and re-checks the status;
- * claimed_events   their history.
- *
- * One row per job taken, each carrying the queue's columns and whether a
- * lease in the queue has run out (an index probe; claim then applies the
- * expiry with lease.c's statement and looks again); one row with NULL job
- * columns when none was taken; no row when the queue does not exist.
- * Keeping the expiry out of this statement spares every claim the set-up
- * of two more ModifyTable nodes.
- */
+/* bound on the statements one claim runs (used-up jobs, expiry rounds) */
+#define JS_CLAIM_MAX_PASSES 16
+
 #define JS_SQL_CLAIM_QUEUE \
 	"WITH q AS (" \
 	"  SELECT id, LEAST(COALESCE($4, lease), max_lease) AS lease, paused," \
@@ -168,6 +147,10 @@ js_claim(PG_FUNCTION_ARGS)
 	bool		isnull;
 	bool		expiry_due;
 	bool		from_head = false;
+	TimestampTz started = GetCurrentTimestamp();
+	Oid			job_relid = InvalidOid;
+	JsClaimKey	last;
+	bool		have_last = false;
 
 	JsRefuseNull(fcinfo, 0, "queue");
 	JsRefuseNull(fcinfo, 1, "worker");
@@ -196,15 +179,12 @@ js_claim(PG_FUNCTION_ARGS)
 		SPITupleTable *tt;
 		TimestampTz now = GetCurrentTimestamp();
 		int32		asked = max_jobs - claimed;
-		int32		mark_priority;
-		TimestampTz mark_run_after;
-		int64		mark_id;
+		JsClaimKey	mark;
 		bool		resumed;
 		int			n;
 		int			i;
 		int			taken = 0;
 		int			used_up = 0;
-		Oid			job_relid;
 
 		values[1] = Int32GetDatum(asked);
 		values[4] = TimestampTzGetDatum(now);
@@ -214,13 +194,12 @@ js_claim(PG_FUNCTION_ARGS)
 		 * call already looked from the head (it came back short, or leases
 		 * were expired, which may requeue jobs behind the mark).
 		 */
-		resumed = !from_head &&
-			JsClaimMarkGet(queue, now, &mark_priority, &mark_run_after, &mark_id);
+		resumed = !from_head && JsClaimMarkGet(queue, now, &mark);
 		if (resumed)
 		{
-			values[5] = Int32GetDatum(mark_priority);
-			values[6] = TimestampTzGetDatum(mark_run_after);
-			values[7] = Int64GetDatum(mark_id);
+			values[5] = Int32GetDatum(mark.priority);
+			values[6] = TimestampTzGetDatum(mark.run_after);
+			values[7] = Int64GetDatum(mark.id);
 			n = JsExecuteWithEvents(&claim_resume_plan, values, nulls);
 		}
 		else
@@ -253,7 +232,8 @@ js_claim(PG_FUNCTION_ARGS)
 			JsClaimWithLimits(queue, queue_id, job_relid, PG_GETARG_DATUM(1), lease,
 							  max_jobs, !no_queue_limit, queue_limit,
 							  !no_key_limit, key_limit, rsinfo);
-			break;
+			SPI_finish();
+			return (Datum) 0;	/* it left its own mark */
 		}
 
 		for (i = 0; i < n; i++)
@@ -286,18 +266,20 @@ js_claim(PG_FUNCTION_ARGS)
 			claimed++;
 		}
 
-		/* the next claim resumes after the last job taken (claim order) */
+		/*
+		 * The next claim resumes after the last job taken, in claim order,
+		 * by the last pass that took any: a pass from the head that finds
+		 * nothing more leaves the mark of the resumed pass before it.
+		 */
 		if (taken > 0)
 		{
-			HeapTuple	last = tt->vals[n - 1];
+			HeapTuple	row = tt->vals[n - 1];
 
-			JsClaimMarkSet(job_relid, queue, now, !resumed, true,
-						   DatumGetInt32(SPI_getbinval(last, tt->tupdesc, 14, &isnull)),
-						   DatumGetTimestampTz(SPI_getbinval(last, tt->tupdesc, 15, &isnull)),
-						   DatumGetInt64(SPI_getbinval(last, tt->tupdesc, 7, &isnull)));
+			last.priority = DatumGetInt32(SPI_getbinval(row, tt->tupdesc, 14, &isnull));
+			last.run_after = DatumGetTimestampTz(SPI_getbinval(row, tt->tupdesc, 15, &isnull));
+			last.id = DatumGetInt64(SPI_getbinval(row, tt->tupdesc, 7, &isnull));
+			have_last = true;
 		}
-		else
-			JsClaimMarkSet(job_relid, queue, now, !resumed, false, 0, 0, 0);
 
 		/*
 		 * Leases ran out: apply the expiry (it may requeue jobs, also behind
@@ -315,6 +297,8 @@ js_claim(PG_FUNCTION_ARGS)
 			break;
 	}
 
+	JsClaimMarkSet(job_relid, queue, started, from_head,
+				   have_last ? &last : NULL);
 	SPI_finish();
 	return (Datum) 0;
 }

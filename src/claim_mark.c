@@ -44,10 +44,8 @@
 typedef struct JsClaimMarkEntry
 {
 	char		queue[JS_MARK_KEY_LEN]; /* hash key */
-	bool		valid;			/* priority, run_after, id are set */
-	int32		priority;
-	TimestampTz run_after;
-	int64		id;
+	bool		valid;			/* mark is set */
+	JsClaimKey	mark;
 	TimestampTz scanned_at;		/* last scan from the head of the queue */
 } JsClaimMarkEntry;
 
@@ -86,12 +84,10 @@ mark_lookup(const char *queue, bool create)
 }
 
 /*
- * May the next claim in the queue resume at the mark?  If so, fill in the
- * mark's key.
+ * May the next claim in the queue resume at the mark?  If so, fill it in.
  */
 bool
-JsClaimMarkGet(const char *queue, TimestampTz now,
-			   int32 *priority, TimestampTz *run_after, int64 *id)
+JsClaimMarkGet(const char *queue, TimestampTz now, JsClaimKey *mark)
 {
 	JsClaimMarkEntry *entry;
 
@@ -102,23 +98,21 @@ JsClaimMarkGet(const char *queue, TimestampTz now,
 		TimestampDifferenceExceeds(entry->scanned_at, now,
 								   js_claim_rescan_interval))
 		return false;
-	*priority = entry->priority;
-	*run_after = entry->run_after;
-	*id = entry->id;
+	*mark = entry->mark;
 	return true;
 }
 
 static void forget_marks(void);
 
 /*
- * After a claim statement on the job table job_relid: from_head says
- * whether it scanned from the head of the queue, taken whether it took a
- * job, and the key is that of the last job it took (in claim order).
+ * After a claim call on the job table job_relid: from_head says whether it
+ * scanned from the head of the queue, last is the key of the job after
+ * which the next claim may resume (NULL: none; after a scan from the head
+ * that found nothing the queue has no mark).
  */
 void
 JsClaimMarkSet(Oid job_relid, const char *queue, TimestampTz now,
-			   bool from_head, bool taken,
-			   int32 priority, TimestampTz run_after, int64 id)
+			   bool from_head, const JsClaimKey *last)
 {
 	JsClaimMarkEntry *entry;
 
@@ -134,12 +128,10 @@ JsClaimMarkSet(Oid job_relid, const char *queue, TimestampTz now,
 		return;
 	if (from_head)
 		entry->scanned_at = now;
-	if (taken)
+	if (last != NULL)
 	{
 		entry->valid = true;
-		entry->priority = priority;
-		entry->run_after = run_after;
-		entry->id = id;
+		entry->mark = *last;
 	}
 	else if (from_head)
 		entry->valid = false;	/* the queue had nothing ready */

@@ -78,13 +78,18 @@ extern const char *JsTokenFence(const JsClaimToken *token, Datum *values);
 extern const char *JsQueueName(int32 queue_id);
 
 /* claim_mark.c: where this session's last claim in a queue stopped */
+typedef struct JsClaimKey		/* a job's key in the ready index */
+{
+	int32		priority;
+	TimestampTz run_after;
+	int64		id;
+} JsClaimKey;
+
 extern int	js_claim_rescan_interval;
 extern void JsClaimMarkInit(void);
-extern bool JsClaimMarkGet(const char *queue, TimestampTz now,
-						   int32 *priority, TimestampTz *run_after, int64 *id);
+extern bool JsClaimMarkGet(const char *queue, TimestampTz now, JsClaimKey *mark);
 extern void JsClaimMarkSet(Oid job_relid, const char *queue, TimestampTz now,
-						   bool from_head, bool taken, int32 priority,
-						   TimestampTz run_after, int64 id);
+						   bool from_head, const JsClaimKey *last);
 
 /* spi.c: the kept-plan registry */
 #define JS_MAX_PLAN_ARGS 16

@@ -340,9 +340,7 @@ typedef struct JsLimitedClaim
 	bool		queue_full;
 	bool		unbroken;		/* no job passed over yet in this scan */
 	bool		marked;
-	int32		mark_priority;
-	TimestampTz mark_run_after;
-	int64		mark_id;
+	JsClaimKey	mark;
 } JsLimitedClaim;
 
 static void
@@ -353,9 +351,9 @@ JsLimitedMark(JsLimitedClaim *lc, HeapTuple row, TupleDesc desc)
 	if (!lc->unbroken)
 		return;
 	lc->marked = true;
-	lc->mark_priority = DatumGetInt32(SPI_getbinval(row, desc, 4, &isnull));
-	lc->mark_run_after = DatumGetTimestampTz(SPI_getbinval(row, desc, 5, &isnull));
-	lc->mark_id = DatumGetInt64(SPI_getbinval(row, desc, 1, &isnull));
+	lc->mark.priority = DatumGetInt32(SPI_getbinval(row, desc, 4, &isnull));
+	lc->mark.run_after = DatumGetTimestampTz(SPI_getbinval(row, desc, 5, &isnull));
+	lc->mark.id = DatumGetInt64(SPI_getbinval(row, desc, 1, &isnull));
 }
 
 /*
@@ -466,9 +464,7 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
 	JsLimitedClaim lc = {0};
 	TimestampTz now = GetCurrentTimestamp();
 	int32		asked = Min(max_jobs * 4 + 16, 10000);
-	int32		mark_priority;
-	TimestampTz mark_run_after;
-	int64		mark_id;
+	JsClaimKey	mark;
 	bool		from_head = true;
 	Datum		values[5];
 	int			ncand;
@@ -486,11 +482,11 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
 
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = Int32GetDatum(asked);
-	if (JsClaimMarkGet(queue, now, &mark_priority, &mark_run_after, &mark_id))
+	if (JsClaimMarkGet(queue, now, &mark))
 	{
-		values[2] = Int32GetDatum(mark_priority);
-		values[3] = TimestampTzGetDatum(mark_run_after);
-		values[4] = Int64GetDatum(mark_id);
+		values[2] = Int32GetDatum(mark.priority);
+		values[3] = TimestampTzGetDatum(mark.run_after);
+		values[4] = Int64GetDatum(mark.id);
 		ncand = JsExecute(&candidates_resume_plan, values, NULL, false, 0);
 		JsTakeCandidates(&lc, SPI_tuptable, ncand);
 		/* enough candidates after the mark, or the queue is full */
@@ -502,8 +498,8 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
 		ncand = JsExecute(&candidates_plan, values, NULL, false, 0);
 		JsTakeCandidates(&lc, SPI_tuptable, ncand);
 	}
-	JsClaimMarkSet(job_relid, queue, now, from_head, lc.marked,
-				   lc.mark_priority, lc.mark_run_after, lc.mark_id);
+	JsClaimMarkSet(job_relid, queue, now, from_head,
+				   lc.marked ? &lc.mark : NULL);
 	return lc.claimed;
 }
 

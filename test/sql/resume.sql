@@ -45,6 +45,16 @@ SELECT put('b1', '2026-02-01');
 SELECT take();                      -- b1 (resumed after late2, the last job taken)
 SELECT count(*) FROM job_state.job WHERE status = 'accepted';
 
+-- a call whose resumed scan came back short and whose scan from the head
+-- found nothing more keeps the mark of the jobs it took
+SELECT put('d' || i, '2026-02-15 00:00:00+00'::timestamptz + i * interval '1 min')
+  FROM generate_series(1, 2) i;
+SELECT take(5);                     -- d1, d2 (resumed, short; nothing from the head)
+SELECT put('late3', '2025-06-01');
+SELECT put('d3', '2026-02-16');
+SELECT take();                      -- d3: resumed after d2, late3 behind
+SELECT take();                      -- late3 (the resumed scan is short)
+
 -- a rolled-back claim forgets the marks: its jobs are ready again, behind them
 SELECT put('c' || i, '2026-03-01 00:00:00+00'::timestamptz + i * interval '1 min')
   FROM generate_series(1, 4) i;
