@@ -172,15 +172,28 @@ JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra)
 	}
 }
 
-static void
-JsCheckAmount(Numeric amount)
+/*
+ * The arguments of charge and reserve: (token, meter, amount), none NULL,
+ * amount a number of at least 0.
+ */
+static Numeric
+JsMeterArgs(FunctionCallInfo fcinfo, JsClaimToken **token, char **meter)
 {
+	Numeric		amount;
+
+	JsRefuseNull(fcinfo, 0, "token");
+	JsRefuseNull(fcinfo, 1, "meter");
+	JsRefuseNull(fcinfo, 2, "amount");
+	*token = PG_GETARG_CLAIM_TOKEN(0);
+	*meter = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	amount = PG_GETARG_NUMERIC(2);
 	if (numeric_is_nan(amount) ||
 		DatumGetBool(DirectFunctionCall2(numeric_lt, NumericGetDatum(amount),
 										 NumericGetDatum(int64_to_numeric(0)))))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("amount must be a number of at least 0")));
+	return amount;
 }
 
 static void
@@ -226,12 +239,7 @@ js_charge(PG_FUNCTION_ARGS)
 	bool		isnull;
 	Datum		left_over;
 
-	JsRefuseNull(fcinfo, 0, "token");
-	JsRefuseNull(fcinfo, 1, "meter");
-	JsRefuseNull(fcinfo, 2, "amount");
-	token = PG_GETARG_CLAIM_TOKEN(0);
-	meter = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	JsCheckAmount(PG_GETARG_NUMERIC(2));
+	(void) JsMeterArgs(fcinfo, &token, &meter);
 
 	SPI_connect();
 	(void) JsTokenFence(token, values);
@@ -276,13 +284,7 @@ js_reserve(PG_FUNCTION_ARGS)
 	Datum		spent;
 	Datum		left_over;
 
-	JsRefuseNull(fcinfo, 0, "token");
-	JsRefuseNull(fcinfo, 1, "meter");
-	JsRefuseNull(fcinfo, 2, "amount");
-	token = PG_GETARG_CLAIM_TOKEN(0);
-	meter = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	amount = PG_GETARG_NUMERIC(2);
-	JsCheckAmount(amount);
+	amount = JsMeterArgs(fcinfo, &token, &meter);
 
 	SPI_connect();
 	queue = JsTokenFence(token, values);

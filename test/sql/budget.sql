@@ -80,6 +80,9 @@ SELECT job_state.charge(:'t', 'usd_cents', -1);
 SELECT job_state.charge(:'t', 'usd_cents', 'NaN');
 SELECT job_state.reserve(:'t', 'usd_cents', -1);
 SELECT job_state.charge(:'t', NULL, 1);
+SELECT job_state.charge(NULL, 'usd_cents', 1);
+SELECT job_state.reserve(:'t', 'usd_cents', NULL);
+SELECT job_state.reserve(:'t', 'usd_cents', 'NaN');
 -- spend may overshoot: it happened
 SELECT job_state.charge(:'t', 'usd_cents', 350) AS usd_left;
 SELECT spent FROM job_state.job WHERE id = :b;
