@@ -5,6 +5,7 @@ OBJS = \
 	src/spi.o \
 	src/token.o \
 	src/fsm.o \
+	src/event.o \
 	src/submit.o \
 	src/claim.o \
 	src/claim_mark.o \

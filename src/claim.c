@@ -67,8 +67,7 @@ PG_FUNCTION_INFO_V1(js_assert_claim);
 	"  RETURNING j.queue, j.id, j.status, j.generation, j.reason, j.worker," \
 	"   j.attempts, j.input, j.deadline," \
 	"   j.status OPERATOR(pg_catalog.=) 'running' AS started," \
-	"   j.priority, j.run_after)," \
-	" claimed_events AS (" JS_SQL_EVENTS("u", "'accepted'") ")" \
+	"   j.priority, j.run_after)" \
 	" SELECT q.id, q.lease, q.paused, q.limited, q.concurrency_limit," \
 	"  q.per_key_limit, u.id, u.generation, u.attempts, u.input, u.deadline," \
 	"  u.started," \
@@ -90,8 +89,8 @@ PG_FUNCTION_INFO_V1(js_assert_claim);
  *          attempts), or to failed when their attempts, deadline or budget
  *          are used up, judged on the locked (newest) row version.  It finds
  *          them by primary key (queue, id = ANY (...)), so its generic plan
- *          is an index lookup whatever $2 is, and re-checks the status;
- * claimed_events   their history.
+ *          is an index lookup whatever $2 is, and re-checks the status
+ *          (the job trigger writes their history).
  *
  * One row per job taken, each carrying the queue's columns, whether a lease
  * in the queue has run out (an index probe; claim then applies the expiry
@@ -200,12 +199,12 @@ js_claim(PG_FUNCTION_ARGS)
 			values[5] = Int32GetDatum(mark.priority);
 			values[6] = TimestampTzGetDatum(mark.run_after);
 			values[7] = Int64GetDatum(mark.id);
-			n = JsExecuteWithEvents(&claim_resume_plan, values, nulls);
+			n = JsExecute(&claim_resume_plan, values, nulls, false, 0);
 		}
 		else
 		{
 			from_head = true;
-			n = JsExecuteWithEvents(&claim_plan, values, nulls);
+			n = JsExecute(&claim_plan, values, nulls, false, 0);
 		}
 		if (n == 0)
 			ereport(ERROR,

@@ -39,22 +39,12 @@ PG_FUNCTION_INFO_V1(js_cancel);
 	"  AND status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
 
 /*
- * succeed: the common case, a running job, writes its history in the same
- * statement; a late completion of an unknown job goes through the trigger.
+ * succeed: a running job, or an unknown one (a late completion that
+ * carries the current generation resolves it).
  */
 static JsPlan succeed_plan = {
-	"WITH u AS ("
-	"  UPDATE job_state.job SET status = 'succeeded', result = $4, reason = NULL"
-	"  WHERE queue = $1 AND id = $2 AND generation = $3 AND status = 'running'"
-	"  RETURNING queue, id, status, generation, reason, worker),"
-	" e AS (" JS_SQL_EVENTS("u", "'running'") ")"
-	" SELECT 1 FROM u",
-	4, {TEXTOID, INT8OID, INT4OID, JSONBOID}
-};
-
-static JsPlan succeed_unknown_plan = {
 	"UPDATE job_state.job SET status = 'succeeded', result = $4, reason = NULL"
-	" WHERE queue = $1 AND id = $2 AND generation = $3 AND status = 'unknown'",
+	FENCE,
 	4, {TEXTOID, INT8OID, INT4OID, JSONBOID}
 };
 
@@ -80,8 +70,7 @@ js_succeed(PG_FUNCTION_ARGS)
 	queue = JsTokenFence(token, values);
 	values[3] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[3] = PG_ARGISNULL(1) ? 'n' : ' ';
-	if (JsExecuteWithEvents(&succeed_plan, values, nulls) != 1 &&
-		JsExecute(&succeed_unknown_plan, values, nulls, false, 0) != 1)
+	if (JsExecute(&succeed_plan, values, nulls, false, 0) != 1)
 		JsRefuseToken(queue, token, "succeed");
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -94,29 +83,12 @@ js_succeed(PG_FUNCTION_ARGS)
 static JsPlan succeed_many_plan = {
 	"WITH t AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1),"
 	"  pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
-	"  AS t(queue, id, generation, result)),"
-	" u AS ("
-	"  UPDATE job_state.job j SET status = 'succeeded', result = t.result,"
-	"   reason = NULL"
-	"  FROM t"
-	"  WHERE j.queue = t.queue AND j.id = t.id AND j.generation = t.generation"
-	"   AND j.status = 'running'"
-	"  RETURNING j.queue, j.id, j.status, j.generation, j.reason, j.worker),"
-	" e AS (" JS_SQL_EVENTS("u", "'running'") ")"
-	" SELECT id, generation FROM u",
-	4, {TEXTARRAYOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID}
-};
-
-/* the late completions of a batch: unknown jobs, through the trigger */
-static JsPlan succeed_many_unknown_plan = {
-	"WITH t AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1),"
-	"  pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
 	"  AS t(queue, id, generation, result))"
 	" UPDATE job_state.job j SET status = 'succeeded', result = t.result,"
 	"  reason = NULL"
 	" FROM t"
 	" WHERE j.queue = t.queue AND j.id = t.id AND j.generation = t.generation"
-	"  AND j.status = 'unknown'"
+	"  AND j.status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
 	" RETURNING j.id, j.generation",
 	4, {TEXTARRAYOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID}
 };
@@ -156,7 +128,6 @@ js_succeed_many(PG_FUNCTION_ARGS)
 	Datum		values[4];
 	JsDone	   *done;
 	int			ndone;
-	int			pass;
 	int			i;
 	int16		typlen;
 	bool		typbyval;
@@ -236,22 +207,12 @@ js_succeed_many(PG_FUNCTION_ARGS)
 													   JSONBOID, -1, false, TYPALIGN_INT));
 	}
 
-	done = palloc(sizeof(JsDone) * ntokens);
-	ndone = 0;
-	for (pass = 0; pass < 2 && ndone < ntokens; pass++)
+	ndone = JsExecute(&succeed_many_plan, values, NULL, false, 0);
+	done = palloc(sizeof(JsDone) * Max(ndone, 1));
+	for (i = 0; i < ndone; i++)
 	{
-		int			n;
-
-		if (pass == 0)
-			n = JsExecuteWithEvents(&succeed_many_plan, values, NULL);
-		else
-			n = JsExecute(&succeed_many_unknown_plan, values, NULL, false, 0);
-		for (i = 0; i < n && ndone < ntokens; i++)
-		{
-			done[ndone].job_id = JsGetInt64(i, 1, NULL);
-			done[ndone].generation = JsGetInt32(i, 2, NULL);
-			ndone++;
-		}
+		done[i].job_id = JsGetInt64(i, 1, NULL);
+		done[i].generation = JsGetInt32(i, 2, NULL);
 	}
 	qsort(done, ndone, sizeof(JsDone), JsCompareDone);
 
@@ -292,18 +253,15 @@ static JsPlan fail_read_plan = {
  * $10 +throttles, $11 the status it had (read under the row lock).
  */
 static JsPlan fail_write_plan = {
-	"WITH u AS ("
-	"  UPDATE job_state.job SET status = $4::job_state.status,"
-	"   reason = CASE WHEN $4 = 'cancelled' THEN reason ELSE $5 END,"
-	"   last_error = $6, error_class = $7::job_state.error_class,"
-	"   run_after = COALESCE($8, run_after),"
-	"   retries = retries OPERATOR(pg_catalog.+) $9,"
-	"   throttles = throttles OPERATOR(pg_catalog.+) $10"
-	"  WHERE queue = $1 AND id = $2 AND generation = $3"
-	"   AND status = $11::job_state.status"
-	"  RETURNING queue, id, status, generation, reason, worker),"
-	" e AS (" JS_SQL_EVENTS("u", "$11") ")"
-	" SELECT status FROM u",
+	"UPDATE job_state.job SET status = $4::job_state.status,"
+	"  reason = CASE WHEN $4 = 'cancelled' THEN reason ELSE $5 END,"
+	"  last_error = $6, error_class = $7::job_state.error_class,"
+	"  run_after = COALESCE($8, run_after),"
+	"  retries = retries OPERATOR(pg_catalog.+) $9,"
+	"  throttles = throttles OPERATOR(pg_catalog.+) $10"
+	" WHERE queue = $1 AND id = $2 AND generation = $3"
+	"  AND status = $11::job_state.status"
+	" RETURNING status",
 	11, {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
 	TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID}
 };
@@ -420,7 +378,7 @@ js_fail(PG_FUNCTION_ARGS)
 	values[8] = Int32GetDatum(retry ? 1 : 0);
 	values[9] = Int32GetDatum(retry && throttled ? 1 : 0);
 
-	if (JsExecuteWithEvents(&fail_write_plan, values, nulls) != 1)
+	if (JsExecute(&fail_write_plan, values, nulls, false, 0) != 1)
 		JsRefuseToken(queue, token, "fail");
 	result = JsGetDatumCopy(0, 1, &isnull);
 	SPI_finish();

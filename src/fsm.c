@@ -48,7 +48,6 @@ PG_FUNCTION_INFO_V1(js_job_truncate_trigger);
 PG_FUNCTION_INFO_V1(js_append_only_trigger);
 
 bool		js_purging = false;
-bool		js_inline_events = false;	/* see JsExecuteWithEvents */
 
 const char *const js_status_names[JS_NUM_STATUS] = {
 	"accepted", "running", "succeeded", "failed", "unknown", "cancelled"
@@ -622,19 +621,9 @@ js_job_fsm_trigger(PG_FUNCTION_ARGS)
 
 /*
  * job_state_event (AFTER ROW): one job_event row per change of status or
- * generation, and the concurrency slots of a job that left running go back
- * (limits.c).
+ * generation (event.c), and the concurrency slots of a job that left
+ * running go back (limits.c).
  */
-static JsPlan event_plan = {
-	"INSERT INTO job_state.job_event"
-	" (queue, job_id, from_status, to_status, generation, detail)"
-	" VALUES ($1, $2, $3::job_state.status, $4::job_state.status, $5,"
-	"  NULLIF(pg_catalog.jsonb_strip_nulls("
-	"   pg_catalog.jsonb_build_object('reason', $6, 'worker', $7)),"
-	"   '{}'::pg_catalog.jsonb))",
-	7, {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID}
-};
-
 Datum
 js_job_event_trigger(PG_FUNCTION_ARGS)
 {
@@ -644,11 +633,8 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	HeapTuple	newtup;
 	JsStatus	to;
-	int			from = -1;
-	Datum		values[7];
-	char		nulls[7];
+	JsEvent		ev;
 	bool		isnull;
-	int32		generation;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "job_state_event: not called by trigger manager");
@@ -678,47 +664,27 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 		}
 	}
 
-	/*
-	 * A restore brings the history with it; our own statements write theirs
-	 * in the same statement (JsExecuteWithEvents).
-	 */
-	if (!js_track_events || js_restore || js_inline_events)
+	/* a restore brings the history with it */
+	if (!js_track_events || js_restore)
 		return PointerGetDatum(NULL);
 
-	generation = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
+	ev.generation = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
+	ev.from = -1;
 	if (TRIGGER_FIRED_BY_UPDATE(event))
 	{
 		HeapTuple	oldtup = trigdata->tg_trigtuple;
 
-		from = JsTupleStatus(cols, oldtup, tupdesc);
-		if (from == (int) to &&
-			JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull) == generation)
+		ev.from = JsTupleStatus(cols, oldtup, tupdesc);
+		if (ev.from == (int) to &&
+			JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull) == ev.generation)
 			return PointerGetDatum(NULL);
 	}
-
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
-	values[1] = heap_getattr(newtup, cols->id, tupdesc, &isnull);
-	if (from < 0)
-	{
-		values[2] = (Datum) 0;
-		nulls[2] = 'n';
-	}
-	else
-		values[2] = CStringGetTextDatum(js_status_names[from]);
-	values[3] = CStringGetTextDatum(js_status_names[to]);
-	values[4] = Int32GetDatum(generation);
-	values[5] = heap_getattr(newtup, cols->reason, tupdesc, &isnull);
-	if (isnull)
-		nulls[5] = 'n';
-	values[6] = heap_getattr(newtup, cols->worker, tupdesc, &isnull);
-	if (isnull)
-		nulls[6] = 'n';
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "job_state_event: SPI_connect failed");
-	JsExecute(&event_plan, values, nulls, false, 0);
-	SPI_finish();
+	ev.to = to;
+	ev.queue = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
+	ev.job_id = heap_getattr(newtup, cols->id, tupdesc, &isnull);
+	ev.reason = heap_getattr(newtup, cols->reason, tupdesc, &ev.reason_null);
+	ev.worker = heap_getattr(newtup, cols->worker, tupdesc, &ev.worker_null);
+	JsWriteEvent(trigdata->tg_relation, cols->status_oids, &ev);
 
 	return PointerGetDatum(NULL);
 }

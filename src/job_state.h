@@ -5,7 +5,9 @@
  *
  * Conventions: SQL-callable symbols are js_<sqlname>; helpers are Js*.
  * Every statement on our tables runs through SPI with a plan prepared once
- * per backend (see spi.c), so constraints and triggers always apply.
+ * per backend (see spi.c), so constraints and triggers always apply; the
+ * one exception, job history, goes in through the executor's single-row
+ * insert, which applies them too (see event.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -47,9 +49,24 @@ extern const char *const js_status_names[JS_NUM_STATUS];
 
 /* fsm.c */
 extern bool js_purging;
-extern bool js_inline_events;
 extern bool JsTransitionAllowed(JsStatus from, JsStatus to);
 extern JsStatus JsStatusFromName(const char *name);
+
+/* event.c: one job_event row */
+typedef struct JsEvent
+{
+	Datum		queue;			/* text */
+	Datum		job_id;			/* int8 */
+	int			from;			/* a JsStatus, or -1 for a new job */
+	JsStatus	to;
+	int32		generation;
+	Datum		reason;			/* text */
+	bool		reason_null;
+	Datum		worker;			/* text */
+	bool		worker_null;
+} JsEvent;
+
+extern void JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev);
 
 /*
  * Claim token: fixed 32 bytes, passed by reference.
@@ -104,7 +121,6 @@ typedef struct JsPlan
 
 extern int	JsExecute(JsPlan *plan, Datum *values, const char *nulls,
 					  bool read_only, long count);
-extern int	JsExecuteWithEvents(JsPlan *plan, Datum *values, const char *nulls);
 extern bool JsGetBool(int row, int col);
 extern int32 JsGetInt32(int row, int col, bool *isnull);
 extern int64 JsGetInt64(int row, int col, bool *isnull);
@@ -184,25 +200,8 @@ extern void JsInitMaterialized(FunctionCallInfo fcinfo);
 	"     THEN 'budget_exhausted' END"
 
 /*
- * The job_event rows of the jobs a statement moved, written by that
- * statement itself (JsExecuteWithEvents makes the job trigger skip them):
- * src is a CTE returning queue, id, status, generation, reason and worker
- * of the new rows; from is an SQL expression for the old status.  Nothing
- * is written while job_state.track_events is off.
- */
-#define JS_SQL_EVENTS(src, from) \
-	"INSERT INTO job_state.job_event" \
-	" (queue, job_id, from_status, to_status, generation, detail)" \
-	" SELECT r.queue, r.id, (" from ")::job_state.status, r.status, r.generation," \
-	"  NULLIF(pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(" \
-	"   'reason', r.reason, 'worker', r.worker)), '{}'::pg_catalog.jsonb)" \
-	" FROM " src " r" \
-	" WHERE pg_catalog.current_setting('job_state.track_events')::pg_catalog.bool"
-
-/*
  * Lease expiry as CTEs: "expiring" (the running jobs whose lease ran out,
- * locked SKIP LOCKED), "expired" (the update, one row per job moved) and
- * "expired_events" (their history; run it with JsExecuteWithEvents).
+ * locked SKIP LOCKED) and "expired" (the update, one row per job moved).
  * queue_cond restricts the jobs ("j.queue = $1 AND" or ""); now_param is
  * the parameter holding the database clock (GetCurrentTimestamp()): a
  * parameter, unlike clock_timestamp(), can bound the index scan on
@@ -243,8 +242,7 @@ extern void JsInitMaterialized(FunctionCallInfo fcinfo);
 	"   AND j.status = 'running'" \
 	"   AND j.lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()" \
 	"   AND q.name = j.queue" \
-	"  RETURNING j.queue, j.id, j.status, j.generation, j.reason, j.worker)," \
-	" expired_events AS (" JS_SQL_EVENTS("expired", "'running'") ")"
+	"  RETURNING j.id)"
 
 /* small argument helpers */
 extern void JsCheckName(const char *what, const char *name);

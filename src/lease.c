@@ -58,10 +58,10 @@ JsExpireLeases(const char *queue)
 
 			args[0] = CStringGetTextDatum(queue);
 			args[1] = now;
-			JsExecuteWithEvents(&expire_queue_plan, args, NULL);
+			JsExecute(&expire_queue_plan, args, NULL, false, 0);
 		}
 		else
-			JsExecuteWithEvents(&expire_all_plan, &now, NULL);
+			JsExecute(&expire_all_plan, &now, NULL, false, 0);
 		n = JsGetInt32(0, 1, NULL);
 		total += n;
 	} while (n == JS_SQL_EXPIRY_BATCH);

@@ -70,30 +70,6 @@ JsExecute(JsPlan *plan, Datum *values, const char *nulls, bool read_only,
 	return (int) SPI_processed;
 }
 
-/*
- * Run a statement that writes the job_event rows of the jobs it moves
- * itself (JS_SQL_EVENTS): the job trigger skips its own event row while it
- * runs.  One INSERT ... SELECT per statement costs far less than one SPI
- * insert per row from the trigger.
- */
-int
-JsExecuteWithEvents(JsPlan *plan, Datum *values, const char *nulls)
-{
-	volatile int n = 0;
-
-	js_inline_events = true;
-	PG_TRY();
-	{
-		n = JsExecute(plan, values, nulls, false, 0);
-	}
-	PG_FINALLY();
-	{
-		js_inline_events = false;
-	}
-	PG_END_TRY();
-	return n;
-}
-
 static Datum
 JsGetDatum(int row, int col, bool *isnull)
 {

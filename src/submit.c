@@ -54,21 +54,18 @@ JsInputHash(Jsonb *input)
 	return hash;
 }
 
-/* the new job and its first history row, in one statement */
+/* the new job (the job trigger writes its first history row) */
 static JsPlan insert_plan = {
-	"WITH i AS ("
-	"  INSERT INTO job_state.job AS j (queue, idempotency_key, input, input_hash,"
-	"   priority, run_after, max_attempts, deadline, budget, resource,"
-	"   concurrency_key, submitted_by)"
-	"  SELECT q.name, $3, $2, ''::pg_catalog.bytea, $5,"
-	"   COALESCE($4, pg_catalog.now()),"
-	"   COALESCE($6, q.max_attempts), $7, $8, $9, $10, $11"
-	"   FROM job_state.queue q WHERE q.name = $1"
-	"  ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL"
-	"  DO NOTHING"
-	"  RETURNING j.queue, j.id, j.status, j.generation, j.reason, j.worker),"
-	" e AS (" JS_SQL_EVENTS("i", "NULL") ")"
-	" SELECT id, status FROM i",
+	"INSERT INTO job_state.job AS j (queue, idempotency_key, input, input_hash,"
+	"  priority, run_after, max_attempts, deadline, budget, resource,"
+	"  concurrency_key, submitted_by)"
+	" SELECT q.name, $3, $2, ''::pg_catalog.bytea, $5,"
+	"  COALESCE($4, pg_catalog.now()),"
+	"  COALESCE($6, q.max_attempts), $7, $8, $9, $10, $11"
+	"  FROM job_state.queue q WHERE q.name = $1"
+	" ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL"
+	" DO NOTHING"
+	" RETURNING j.id, j.status",
 	11, {TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID,
 	TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID}
 };
@@ -191,7 +188,7 @@ js_submit(PG_FUNCTION_ARGS)
 	{
 		bool		isnull;
 
-		if (JsExecuteWithEvents(&insert_plan, values, nulls) == 1)
+		if (JsExecute(&insert_plan, values, nulls, false, 0) == 1)
 		{
 			out[0] = Int64GetDatum(JsGetInt64(0, 1, NULL));
 			out[1] = BoolGetDatum(true);

@@ -90,6 +90,19 @@ UPDATE job_state.job SET priority = 5;
 SELECT * FROM job_state.claim('sec', 'w');
 RESET ROLE;
 
+-- a role allowed to write job by raw SQL has its changes recorded with no
+-- privilege on job_event: history is the system's record, and it cannot
+-- write (forge) history rows itself
+GRANT UPDATE ON job_state.job TO js_operator;
+SET ROLE js_operator;
+UPDATE job_state.job SET status = 'cancelled', reason = 'raw cancel' WHERE id = 2
+RETURNING id, status;
+INSERT INTO job_state.job_event (queue, job_id, to_status, generation)
+VALUES ('sec', 2, 'succeeded', 1);
+SELECT from_status, to_status, detail FROM job_state.job_event
+ WHERE job_id = 2 ORDER BY seq DESC LIMIT 1;
+RESET ROLE;
+
 -- every mutating function is SECURITY DEFINER with a pinned search_path
 SELECT p.proname
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
