@@ -18,10 +18,10 @@ import statistics
 import sys
 
 out = sys.argv[1]
-MODE_ORDER = ["floor", "job_state", "job_state_events_off", "job_state_limited",
+MODE_ORDER = ["floor", "floor_same_writes", "job_state", "job_state_events_off", "job_state_limited",
               "job_state_retry", "floor_batch", "job_state_batch", "job_state_batch_each",
               "floor_insert", "floor_insert_notify", "submit_nokey", "submit_key", "floor_cycle", "js_cycle"]
-FLOOR = {"job_state": "floor", "job_state_events_off": "floor", "job_state_limited": "floor",
+FLOOR = {"floor_same_writes": "floor", "job_state": "floor", "job_state_events_off": "floor", "job_state_limited": "floor",
          "job_state_retry": "floor", "job_state_batch": "floor", "job_state_batch_each": "floor",
          "submit_nokey": "floor_insert", "submit_key": "floor_insert", "floor_insert_notify": "floor_insert", "js_cycle": "floor_cycle"}
 UNIT = {"job_state_retry": "attempts/s"}
@@ -104,6 +104,10 @@ def table(suite, rs, with_cond):
         notes = []
         if mode in UNIT:
             notes.append(UNIT[mode])
+        if mode in ("job_state", "job_state_limited") and (cond, "floor_same_writes", clients, sync) in pts:
+            fw = pts[(cond, "floor_same_writes", clients, sync)]["median"]
+            if fw and p["median"] is not None:
+                notes.append(f"{p['median'] / fw:.2f}x floor_same_writes")
         if mode.startswith("job_state_batch") and (cond, "floor_batch", clients, sync) in pts:
             fb = pts[(cond, "floor_batch", clients, sync)]["median"]
             if fb and p["median"] is not None:
