@@ -6,9 +6,11 @@ OBJS = \
 	src/token.o \
 	src/fsm.o \
 	src/event.o \
+	src/rowwrite.o \
 	src/submit.o \
 	src/claim.o \
 	src/claim_mark.o \
+	src/take.o \
 	src/lease.o \
 	src/complete.o \
 	src/retry.o \

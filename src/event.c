@@ -6,11 +6,9 @@
  *
  * Every write of a job, by our functions or by raw SQL, fires that trigger,
  * so history is written in one place.  The row goes in through the
- * executor's single-row insert, the one logical replication applies rows
- * with (ExecSimpleRelationInsert): job_event's constraints, its indexes and
- * any trigger an operator adds to it all apply, but there is no statement
- * to plan or start (as an INSERT of its own, history was the largest single
- * cost of a claim or a succeed).
+ * executor's single-row insert (rowwrite.c): job_event's constraints, its
+ * indexes and any trigger an operator adds to it all apply, but there is
+ * no statement to plan or start.
  *
  * History is the system's record, written whoever changed the job: a role
  * allowed to write job by raw SQL needs no privilege on job_event or its
@@ -32,7 +30,6 @@
 #include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
-#include "parser/parse_relation.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -131,9 +128,7 @@ JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev)
 	const JsEventColumns *cols;
 	Datum		detail;
 	bool		detail_null;
-	EState	   *estate;
-	RangeTblEntry *rte;
-	ResultRelInfo *rri;
+	JsRowWriter w;
 	TupleTableSlot *slot;
 
 	if (!OidIsValid(relid) || !OidIsValid(seqid))
@@ -143,37 +138,8 @@ JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev)
 	rel = table_open(relid, RowExclusiveLock);
 	cols = JsEventColumnsFor(rel);
 
-	/* an executor state for one row, as logical replication builds it */
-	estate = CreateExecutorState();
-	rte = makeNode(RangeTblEntry);
-	rte->rtekind = RTE_RELATION;
-	rte->relid = relid;
-	rte->relkind = rel->rd_rel->relkind;
-	rte->rellockmode = RowExclusiveLock;
-#if PG_VERSION_NUM >= 180000
-	{
-		List	   *perminfos = NIL;
-
-		addRTEPermissionInfo(&perminfos, rte);
-		ExecInitRangeTable(estate, list_make1(rte), perminfos,
-						   bms_make_singleton(1));
-	}
-#elif PG_VERSION_NUM >= 160000
-	{
-		List	   *perminfos = NIL;
-
-		addRTEPermissionInfo(&perminfos, rte);
-		ExecInitRangeTable(estate, list_make1(rte), perminfos);
-	}
-#else
-	ExecInitRangeTable(estate, list_make1(rte));
-#endif
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	estate->es_output_cid = GetCurrentCommandId(true);
-	ExecOpenIndices(rri, false);
-
-	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsVirtual);
+	JsRowWriterBegin(&w, rel);
+	slot = JsRowWriterSlot(&w, &TTSOpsVirtual);
 	ExecClearTuple(slot);
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
 	slot->tts_values[cols->queue - 1] = ev->queue;
@@ -197,12 +163,7 @@ JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev)
 	slot->tts_isnull[cols->detail - 1] = detail_null;
 	ExecStoreVirtualTuple(slot);
 
-	AfterTriggerBeginQuery();
-	ExecSimpleRelationInsert(rri, estate, slot);
-	AfterTriggerEndQuery(estate);
-
-	ExecCloseIndices(rri);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	FreeExecutorState(estate);
+	ExecSimpleRelationInsert(w.rri, w.estate, slot);
+	JsRowWriterEnd(&w);
 	table_close(rel, NoLock);
 }

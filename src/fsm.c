@@ -102,38 +102,6 @@ JsStatusFinished(JsStatus s)
 	return s == JS_SUCCEEDED || s == JS_FAILED || s == JS_CANCELLED;
 }
 
-/*
- * Attribute numbers of the job table and the OIDs of the status labels,
- * looked up once per relation.
- */
-typedef struct JsJobColumns
-{
-	Oid			relid;
-	Oid			status_oids[JS_NUM_STATUS];
-	int			queue;
-	int			id;
-	int			status;
-	int			generation;
-	int			attempts;
-	int			retries;
-	int			throttles;
-	int			idempotency_key;
-	int			concurrency_key;
-	int			input;
-	int			input_hash;
-	int			reason;
-	int			deadline;
-	int			max_attempts;
-	int			budget;
-	int			spent;
-	int			holds_slots;
-	int			cancel_requested;
-	int			lease_expires_at;
-	int			worker;
-	int			started_at;
-	int			finished_at;
-} JsJobColumns;
-
 static JsJobColumns js_cols;
 
 static int
@@ -146,7 +114,7 @@ JsColumn(TupleDesc tupdesc, const char *name)
 	return attnum;
 }
 
-static const JsJobColumns *
+const JsJobColumns *
 JsJobColumnsFor(Relation rel)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
@@ -178,6 +146,8 @@ JsJobColumnsFor(Relation rel)
 	js_cols.worker = JsColumn(tupdesc, "worker");
 	js_cols.started_at = JsColumn(tupdesc, "started_at");
 	js_cols.finished_at = JsColumn(tupdesc, "finished_at");
+	js_cols.priority = JsColumn(tupdesc, "priority");
+	js_cols.run_after = JsColumn(tupdesc, "run_after");
 
 	status_type = TupleDescAttr(tupdesc, js_cols.status - 1)->atttypid;
 	for (i = 0; i < JS_NUM_STATUS; i++)

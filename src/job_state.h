@@ -49,6 +49,42 @@ extern const char *const js_status_names[JS_NUM_STATUS];
 
 /* fsm.c */
 extern bool js_purging;
+/*
+ * Attribute numbers of the job table and the OIDs of the status labels,
+ * looked up once per relation.
+ */
+typedef struct JsJobColumns
+{
+	Oid			relid;
+	Oid			status_oids[JS_NUM_STATUS];
+	int			queue;
+	int			id;
+	int			status;
+	int			generation;
+	int			attempts;
+	int			retries;
+	int			throttles;
+	int			idempotency_key;
+	int			concurrency_key;
+	int			input;
+	int			input_hash;
+	int			reason;
+	int			deadline;
+	int			max_attempts;
+	int			budget;
+	int			spent;
+	int			holds_slots;
+	int			cancel_requested;
+	int			lease_expires_at;
+	int			worker;
+	int			started_at;
+	int			finished_at;
+	int			priority;
+	int			run_after;
+} JsJobColumns;
+
+extern const JsJobColumns *JsJobColumnsFor(Relation rel);
+
 extern bool JsTransitionAllowed(JsStatus from, JsStatus to);
 extern JsStatus JsStatusFromName(const char *name);
 
@@ -67,6 +103,18 @@ typedef struct JsEvent
 } JsEvent;
 
 extern void JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev);
+
+/* rowwrite.c: single-row writes without a statement */
+typedef struct JsRowWriter
+{
+	EState	   *estate;
+	ResultRelInfo *rri;
+	EPQState	epqstate;
+} JsRowWriter;
+
+extern void JsRowWriterBegin(JsRowWriter *w, Relation rel);
+extern TupleTableSlot *JsRowWriterSlot(JsRowWriter *w, const TupleTableSlotOps *ops);
+extern void JsRowWriterEnd(JsRowWriter *w);
 
 /*
  * Claim token: fixed 32 bytes, passed by reference.
@@ -107,6 +155,58 @@ extern void JsClaimMarkInit(void);
 extern bool JsClaimMarkGet(const char *queue, TimestampTz now, JsClaimKey *mark);
 extern void JsClaimMarkSet(Oid job_relid, const char *queue, TimestampTz now,
 						   bool from_head, const JsClaimKey *last);
+
+/* take.c: claim's walk of the ready index */
+typedef struct JsTake
+{
+	Relation	job;
+	Relation	ready;			/* job_ready */
+	Relation	lease;			/* job_lease */
+	Relation	queuerel;
+	Relation	queue_pkey;
+	const JsJobColumns *cols;
+	TupleTableSlot *scanslot;
+} JsTake;
+
+typedef struct JsQueueOptions
+{
+	int32		id;
+	Interval	lease;			/* what a claim gives: asked or the queue's, capped */
+	bool		paused;
+	bool		limited;		/* limits.c's path */
+	bool		has_queue_limit;
+	int32		queue_limit;
+	bool		has_key_limit;
+	int32		key_limit;
+} JsQueueOptions;
+
+typedef struct JsTakeArgs
+{
+	Datum		queue;			/* text */
+	Datum		worker;			/* text */
+	Interval   *lease;
+	TimestampTz now;			/* the database clock */
+	int			asked;
+	const JsClaimKey *mark;		/* resume after it; NULL: from the head */
+} JsTakeArgs;
+
+typedef struct JsTaken
+{
+	int64		job_id;
+	int32		generation;
+	int32		attempts;
+	bool		started;		/* false: failed as used up */
+	Datum		input;
+	Datum		deadline;
+	bool		deadline_null;
+	JsClaimKey	key;
+} JsTaken;
+
+extern void JsTakeOpen(JsTake *t);
+extern void JsTakeClose(JsTake *t);
+extern bool JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q);
+extern int	JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due);
+extern bool JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now);
 
 /* spi.c: the kept-plan registry */
 #define JS_MAX_PLAN_ARGS 16

@@ -104,3 +104,11 @@ SELECT job_id FROM job_state.submit('short', '{}');
 SELECT count(*) FROM job_state.claim('short', 'w');
 SELECT lease_expires_at <= started_at + interval '30 s' AS within_max_lease
   FROM job_state.job WHERE queue = 'short';
+
+-- claim writes: refused in a read-only transaction (as on a standby),
+-- with nothing taken
+SELECT job_id FROM job_state.submit('short', '{"ro": true}') \gset ro_
+BEGIN READ ONLY;
+SELECT count(*) FROM job_state.claim('short', 'w');
+ROLLBACK;
+SELECT status FROM job_state.job WHERE id = :ro_job_id;

@@ -1,0 +1,409 @@
+/*-------------------------------------------------------------------------
+ *
+ * take.c
+ *	  Taking ready jobs for claim without a statement: the queue's options,
+ *	  the walk of the ready index, the SKIP LOCKED row locks, the move to
+ *	  running and the probe for leases that ran out.
+ *
+ * claim (claim.c) used to do this with one SQL statement of CTEs; starting
+ * that statement (sixteen plan nodes) cost more than the work it did.  Here
+ * the same steps run as index scans and single-row updates, with the
+ * semantics of the statement:
+ *
+ *	SELECT ... FROM job_state.job
+ *	 WHERE queue = $1 AND status = 'accepted' AND run_after <= now
+ *	 ORDER BY priority DESC, run_after, id
+ *	 FOR NO KEY UPDATE SKIP LOCKED
+ *
+ * followed by an UPDATE of each row taken:
+ * - the ready index job_ready (queue, priority DESC, run_after, id) WHERE
+ *   status = 'accepted' is walked in its order under a fresh snapshot
+ *   (the transaction's under REPEATABLE READ and SERIALIZABLE);
+ * - each visible job is locked FOR NO KEY UPDATE, skipping rows locked by
+ *   others; a row updated since the snapshot is followed to its newest
+ *   version and re-checked (status, run_after) under READ COMMITTED, and
+ *   is a serialization failure otherwise, as in ExecLockRows;
+ * - a locked job whose attempts, deadline or budget are used up becomes
+ *   failed with the reason, others running with the worker and the lease;
+ *   the write goes through the executor's single-row update (rowwrite.c),
+ *   so the job triggers check it, bump generation and attempts, and record
+ *   it, as for any UPDATE.
+ *
+ * Resuming after a mark (claim_mark.c) walks the priorities above the
+ * mark's from their start, the mark's priority from the mark on, then the
+ * priorities below, each a bounded index scan.
+ *
+ * Locks: RowExclusiveLock on job and its indexes; AccessShareLock on queue;
+ * the row locks of the jobs taken.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "job_state.h"
+
+/* a scan of the ready index: its keys, and the mark it resumes after */
+typedef struct JsReadyScan
+{
+	int			nkeys;
+	ScanKeyData keys[4];
+	const JsClaimKey *after;	/* skip (run_after, id) <= the mark's */
+} JsReadyScan;
+
+static Oid
+JsRelid(Oid nsp, const char *name)
+{
+	Oid			relid = get_relname_relid(name, nsp);
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "job_state: relation job_state.%s is missing", name);
+	return relid;
+}
+
+static int
+JsAttnum(Relation rel, const char *name)
+{
+	int			attnum = SPI_fnumber(RelationGetDescr(rel), name);
+
+	if (attnum <= 0)
+		elog(ERROR, "job_state: column %s.%s is missing",
+			 RelationGetRelationName(rel), name);
+	return attnum;
+}
+
+static void
+JsKey(ScanKey key, Relation index, AttrNumber attno, StrategyNumber strategy,
+	  RegProcedure proc, Datum arg)
+{
+	ScanKeyEntryInitialize(key, 0, attno, strategy, InvalidOid,
+						   index->rd_indcollation[attno - 1], proc, arg);
+}
+
+/*
+ * Open the job table and what claim reads; the caller's SPI connection is
+ * not used.
+ */
+void
+JsTakeOpen(JsTake *t)
+{
+	Oid			nsp = get_namespace_oid("job_state", false);
+
+	t->job = table_open(JsRelid(nsp, "job"), RowExclusiveLock);
+	t->ready = index_open(JsRelid(nsp, "job_ready"), RowExclusiveLock);
+	t->lease = index_open(JsRelid(nsp, "job_lease"), RowExclusiveLock);
+	t->queuerel = table_open(JsRelid(nsp, "queue"), AccessShareLock);
+	t->queue_pkey = index_open(JsRelid(nsp, "queue_pkey"), AccessShareLock);
+	t->cols = JsJobColumnsFor(t->job);
+	t->scanslot = table_slot_create(t->job, NULL);
+}
+
+void
+JsTakeClose(JsTake *t)
+{
+	ExecDropSingleTupleTableSlot(t->scanslot);
+	index_close(t->queue_pkey, NoLock);
+	table_close(t->queuerel, NoLock);
+	index_close(t->lease, NoLock);
+	index_close(t->ready, NoLock);
+	table_close(t->job, NoLock);
+}
+
+/*
+ * The queue's row: false when there is none.  The lease a claim gives is
+ * LEAST(COALESCE(asked, lease), max_lease).
+ */
+bool
+JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q)
+{
+	ScanKeyData key;
+	IndexScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(t->queuerel, NULL);
+	bool		found;
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	JsKey(&key, t->queue_pkey, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
+	scan = index_beginscan(t->queuerel, t->queue_pkey, GetActiveSnapshot(), 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	if (found)
+	{
+		Relation	rel = t->queuerel;
+		bool		isnull;
+		Interval   *lease;
+		Interval   *max_lease;
+		bool		uses_resources;
+
+		q->id = DatumGetInt32(slot_getattr(slot, JsAttnum(rel, "id"), &isnull));
+		lease = DatumGetIntervalP(slot_getattr(slot, JsAttnum(rel, "lease"), &isnull));
+		max_lease = DatumGetIntervalP(slot_getattr(slot, JsAttnum(rel, "max_lease"), &isnull));
+		if (asked != NULL)
+			lease = asked;
+		q->lease = *DatumGetIntervalP(DirectFunctionCall2(interval_smaller,
+														  IntervalPGetDatum(lease),
+														  IntervalPGetDatum(max_lease)));
+		q->paused = DatumGetBool(slot_getattr(slot, JsAttnum(rel, "paused"), &isnull));
+		q->queue_limit = DatumGetInt32(slot_getattr(slot, JsAttnum(rel, "concurrency_limit"),
+													&isnull));
+		q->has_queue_limit = !isnull;
+		q->key_limit = DatumGetInt32(slot_getattr(slot, JsAttnum(rel, "per_key_limit"),
+												  &isnull));
+		q->has_key_limit = !isnull;
+		uses_resources = DatumGetBool(slot_getattr(slot, JsAttnum(rel, "uses_resources"),
+												   &isnull));
+		q->limited = q->has_queue_limit || q->has_key_limit || uses_resources;
+	}
+	index_endscan(scan);
+	PopActiveSnapshot();
+	ExecDropSingleTupleTableSlot(slot);
+	return found;
+}
+
+/* why a job may not start (NULL: it may), in the order of SPEC 6 */
+static const char *
+JsUsedUp(const JsJobColumns *cols, TupleTableSlot *slot)
+{
+	bool		isnull;
+	Datum		max_attempts = slot_getattr(slot, cols->max_attempts, &isnull);
+	Datum		deadline;
+	Datum		budget;
+
+	if (!isnull &&
+		DatumGetInt32(slot_getattr(slot, cols->attempts, &isnull)) >= DatumGetInt32(max_attempts))
+		return "attempts_exhausted";
+	deadline = slot_getattr(slot, cols->deadline, &isnull);
+	if (!isnull && DatumGetTimestampTz(deadline) <= GetCurrentTimestamp())
+		return "deadline_exceeded";
+	budget = slot_getattr(slot, cols->budget, &isnull);
+	if (!isnull &&
+		JsBudgetExhaustedMeter(DatumGetJsonbP(budget),
+							   DatumGetJsonbP(slot_getattr(slot, cols->spent, &isnull))) != NULL)
+		return "budget_exhausted";
+	return NULL;
+}
+
+/*
+ * Lock the job the scan stands on and move it; false when it was skipped
+ * (locked by another claimer, gone, or no longer ready).
+ */
+static bool
+JsTakeOne(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
+		  TupleTableSlot *locked, TupleTableSlot *newslot, JsTaken *out)
+{
+	const JsJobColumns *cols = t->cols;
+	ItemPointerData tid = t->scanslot->tts_tid;
+	TM_FailureData tmfd;
+	TM_Result	result;
+	bool		isnull;
+	const char *why;
+	int			natts = RelationGetDescr(t->job)->natts;
+
+	result = table_tuple_lock(t->job, &tid, GetActiveSnapshot(), locked,
+							  w->estate->es_output_cid, LockTupleNoKeyExclusive,
+							  LockWaitSkip,
+							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+							  &tmfd);
+	switch (result)
+	{
+		case TM_Ok:
+			break;
+		case TM_WouldBlock:		/* another claimer holds it: skip */
+		case TM_SelfModified:
+			return false;
+		case TM_Updated:
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent update")));
+			elog(ERROR, "job_state: unexpected result %d locking a job", (int) result);
+			break;
+		case TM_Deleted:
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent delete")));
+			return false;
+		default:
+			elog(ERROR, "job_state: unexpected result %d locking a job", (int) result);
+	}
+
+	/* the locked version may be newer than the one scanned: check it again */
+	slot_getallattrs(locked);
+	if (DatumGetObjectId(locked->tts_values[cols->status - 1]) != cols->status_oids[JS_ACCEPTED] ||
+		DatumGetTimestampTz(locked->tts_values[cols->run_after - 1]) > args->now)
+		return false;
+
+	why = JsUsedUp(cols, locked);
+	ExecClearTuple(newslot);
+	memcpy(newslot->tts_values, locked->tts_values, sizeof(Datum) * natts);
+	memcpy(newslot->tts_isnull, locked->tts_isnull, sizeof(bool) * natts);
+	newslot->tts_values[cols->status - 1] =
+		ObjectIdGetDatum(cols->status_oids[why == NULL ? JS_RUNNING : JS_FAILED]);
+	newslot->tts_values[cols->reason - 1] = why == NULL ? (Datum) 0 : CStringGetTextDatum(why);
+	newslot->tts_isnull[cols->reason - 1] = why == NULL;
+	newslot->tts_values[cols->worker - 1] = args->worker;
+	newslot->tts_isnull[cols->worker - 1] = false;
+	if (why == NULL)
+		newslot->tts_values[cols->lease_expires_at - 1] =
+			DirectFunctionCall2(timestamptz_pl_interval,
+								TimestampTzGetDatum(GetCurrentTimestamp()),
+								IntervalPGetDatum(args->lease));
+	newslot->tts_isnull[cols->lease_expires_at - 1] = why != NULL;
+	ExecStoreVirtualTuple(newslot);
+
+	/* the job trigger bumps generation and attempts: read them after */
+	ExecSimpleRelationUpdate(w->rri, w->estate, &w->epqstate, locked, newslot);
+
+	out->job_id = DatumGetInt64(slot_getattr(newslot, cols->id, &isnull));
+	out->generation = DatumGetInt32(slot_getattr(newslot, cols->generation, &isnull));
+	out->attempts = DatumGetInt32(slot_getattr(newslot, cols->attempts, &isnull));
+	out->started = why == NULL;
+	out->input = datumCopy(slot_getattr(newslot, cols->input, &isnull), false, -1);
+	out->deadline = slot_getattr(newslot, cols->deadline, &out->deadline_null);
+	out->key.priority = DatumGetInt32(slot_getattr(newslot, cols->priority, &isnull));
+	out->key.run_after = DatumGetTimestampTz(slot_getattr(newslot, cols->run_after, &isnull));
+	out->key.id = out->job_id;
+	return true;
+}
+
+/* queue = $1 [AND priority <op> the mark's] AND run_after <= now */
+static void
+JsReadyKeys(JsTake *t, const JsTakeArgs *args, JsReadyScan *rs,
+			StrategyNumber priority_strategy, RegProcedure priority_proc)
+{
+	JsKey(&rs->keys[rs->nkeys++], t->ready, 1, BTEqualStrategyNumber, F_TEXTEQ,
+		  args->queue);
+	if (priority_strategy != InvalidStrategy)
+		JsKey(&rs->keys[rs->nkeys++], t->ready, 2, priority_strategy, priority_proc,
+			  Int32GetDatum(args->mark->priority));
+	JsKey(&rs->keys[rs->nkeys++], t->ready, 3, BTLessEqualStrategyNumber,
+		  F_TIMESTAMPTZ_LE, TimestampTzGetDatum(args->now));
+}
+
+/* walk one ready-index scan, taking up to room jobs into out */
+static int
+JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
+			   TupleTableSlot *locked, TupleTableSlot *newslot,
+			   JsReadyScan *rs, int room, JsTaken *out)
+{
+	IndexScanDesc scan;
+	int			taken = 0;
+
+	scan = index_beginscan(t->job, t->ready, GetActiveSnapshot(), rs->nkeys, 0);
+	index_rescan(scan, rs->keys, rs->nkeys, NULL, 0);
+	while (taken < room &&
+		   index_getnext_slot(scan, ForwardScanDirection, t->scanslot))
+	{
+		if (rs->after != NULL)
+		{
+			bool		isnull;
+			TimestampTz run_after =
+				DatumGetTimestampTz(slot_getattr(t->scanslot, t->cols->run_after, &isnull));
+
+			if (run_after == rs->after->run_after &&
+				DatumGetInt64(slot_getattr(t->scanslot, t->cols->id, &isnull)) <= rs->after->id)
+				continue;
+		}
+		if (JsTakeOne(t, args, w, locked, newslot, &out[taken]))
+			taken++;
+		CHECK_FOR_INTERRUPTS();
+	}
+	index_endscan(scan);
+	return taken;
+}
+
+/*
+ * Take up to args->asked ready jobs of the queue, in claim order, from the
+ * head of the ready index or resuming after args->mark.  Fills out (room
+ * for args->asked entries) and returns how many were taken (started, or
+ * failed as used up).  *expiry_due tells whether a lease in the queue has
+ * run out (by args->now).
+ */
+int
+JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due)
+{
+	JsRowWriter w;
+	TupleTableSlot *locked;
+	TupleTableSlot *newslot;
+	JsReadyScan scans[3];
+	int			nscans;
+	int			taken = 0;
+	int			i;
+
+	/* like a statement: see our own earlier writes, under a new snapshot */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	JsRowWriterBegin(&w, t->job);
+	locked = table_slot_create(t->job, NULL);
+	newslot = JsRowWriterSlot(&w, &TTSOpsVirtual);
+
+	/*
+	 * Keys in attribute order: queue = $1, then the priority bound of a
+	 * resumed walk, then run_after <= now (and >= the mark's run_after in
+	 * the mark's priority).
+	 */
+	memset(scans, 0, sizeof(scans));
+	if (args->mark == NULL)
+	{
+		JsReadyKeys(t, args, &scans[0], InvalidStrategy, InvalidOid);
+		nscans = 1;
+	}
+	else
+	{
+		/* priorities above the mark's, the mark's from the mark on, below */
+		JsReadyKeys(t, args, &scans[0], BTGreaterStrategyNumber, F_INT4GT);
+		JsReadyKeys(t, args, &scans[1], BTEqualStrategyNumber, F_INT4EQ);
+		JsKey(&scans[1].keys[scans[1].nkeys++], t->ready, 3,
+			  BTGreaterEqualStrategyNumber, F_TIMESTAMPTZ_GE,
+			  TimestampTzGetDatum(args->mark->run_after));
+		scans[1].after = args->mark;
+		JsReadyKeys(t, args, &scans[2], BTLessStrategyNumber, F_INT4LT);
+		nscans = 3;
+	}
+	for (i = 0; i < nscans && taken < args->asked; i++)
+		taken += JsTakeFromScan(t, args, &w, locked, newslot, &scans[i],
+								args->asked - taken, out + taken);
+
+	*expiry_due = JsLeaseExpiryDue(t, args->queue, args->now);
+
+	ExecDropSingleTupleTableSlot(locked);
+	JsRowWriterEnd(&w);			/* the AFTER triggers: history */
+	PopActiveSnapshot();
+	return taken;
+}
+
+/*
+ * Has a lease of the queue run out by now?  One probe of job_lease, under
+ * the active snapshot.
+ */
+bool
+JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now)
+{
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	bool		found;
+
+	JsKey(&keys[0], t->lease, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
+	JsKey(&keys[1], t->lease, 2, BTLessEqualStrategyNumber, F_TIMESTAMPTZ_LE,
+		  TimestampTzGetDatum(now));
+	scan = index_beginscan(t->job, t->lease, GetActiveSnapshot(), 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, t->scanslot);
+	index_endscan(scan);
+	return found;
+}
