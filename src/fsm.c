@@ -135,6 +135,7 @@ JsJobColumnsFor(Relation rel)
 	js_cols.concurrency_key = JsColumn(tupdesc, "concurrency_key");
 	js_cols.input = JsColumn(tupdesc, "input");
 	js_cols.input_hash = JsColumn(tupdesc, "input_hash");
+	js_cols.result = JsColumn(tupdesc, "result");
 	js_cols.reason = JsColumn(tupdesc, "reason");
 	js_cols.deadline = JsColumn(tupdesc, "deadline");
 	js_cols.max_attempts = JsColumn(tupdesc, "max_attempts");

@@ -68,6 +68,7 @@ typedef struct JsJobColumns
 	int			concurrency_key;
 	int			input;
 	int			input_hash;
+	int			result;
 	int			reason;
 	int			deadline;
 	int			max_attempts;
@@ -112,9 +113,13 @@ typedef struct JsRowWriter
 	EPQState	epqstate;
 } JsRowWriter;
 
+extern Oid	JsOwnRelid(const char *name);
 extern void JsRowWriterBegin(JsRowWriter *w, Relation rel);
+extern void JsRowWriterCopy(TupleTableSlot *newslot, TupleTableSlot *locked);
 extern TupleTableSlot *JsRowWriterSlot(JsRowWriter *w, const TupleTableSlotOps *ops);
 extern void JsRowWriterEnd(JsRowWriter *w);
+extern bool JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
+					  TupleTableSlot *slot);
 
 /*
  * Claim token: fixed 32 bytes, passed by reference.

@@ -13,17 +13,24 @@
  *
  * The caller opens and locks the relation, keeps it open until
  * JsRowWriterEnd, and provides an active snapshot for triggers that read.
+ * JsLockJob finds and locks one job for such an update.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/nbtree.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_relation.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -77,6 +84,32 @@ JsRowWriterBegin(JsRowWriter *w, Relation rel)
 	AfterTriggerBeginQuery();
 }
 
+/* a relation of job_state's own schema */
+Oid
+JsOwnRelid(const char *name)
+{
+	Oid			relid = get_relname_relid(name, get_namespace_oid("job_state", false));
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "job_state: relation job_state.%s is missing", name);
+	return relid;
+}
+
+/*
+ * Start the new version of a row as a copy of the locked one: the caller
+ * changes the columns it writes, then ExecStoreVirtualTuple(newslot).
+ */
+void
+JsRowWriterCopy(TupleTableSlot *newslot, TupleTableSlot *locked)
+{
+	int			natts = locked->tts_tupleDescriptor->natts;
+
+	ExecClearTuple(newslot);
+	slot_getallattrs(locked);
+	memcpy(newslot->tts_values, locked->tts_values, sizeof(Datum) * natts);
+	memcpy(newslot->tts_isnull, locked->tts_isnull, sizeof(bool) * natts);
+}
+
 /* a slot of the relation's row type, released by JsRowWriterEnd */
 TupleTableSlot *
 JsRowWriterSlot(JsRowWriter *w, const TupleTableSlotOps *ops)
@@ -100,4 +133,67 @@ JsRowWriterEnd(JsRowWriter *w)
 	ExecResetTupleTable(w->estate->es_tupleTable, false);
 	FreeExecutorState(w->estate);
 	w->estate = NULL;
+}
+
+/*
+ * Find job (queue, id) by the job table's primary key under the active
+ * snapshot and lock it FOR NO KEY UPDATE into slot, waiting for another
+ * locker as an UPDATE would.  Under READ COMMITTED a row updated since the
+ * snapshot is followed to its newest version, which the caller re-checks
+ * (as an UPDATE re-checks its WHERE clause); under REPEATABLE READ and
+ * SERIALIZABLE that is a serialization failure.  False when the job is not
+ * there (any more).
+ */
+bool
+JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
+		  TupleTableSlot *slot)
+{
+	Relation	rel = w->rri->ri_RelationDesc;
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	bool		found;
+	ItemPointerData tid;
+	TM_FailureData tmfd;
+	TM_Result	result;
+
+	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   pkey->rd_indcollation[0], F_TEXTEQ, queue);
+	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
+						   pkey->rd_indcollation[1], F_INT8EQ, id);
+	scan = index_beginscan(rel, pkey, GetActiveSnapshot(), 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	if (!found)
+		return false;
+
+	tid = slot->tts_tid;
+	result = table_tuple_lock(rel, &tid, GetActiveSnapshot(), slot,
+							  w->estate->es_output_cid, LockTupleNoKeyExclusive,
+							  LockWaitBlock,
+							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+							  &tmfd);
+	switch (result)
+	{
+		case TM_Ok:
+			return true;
+		case TM_SelfModified:
+			return false;
+		case TM_Updated:
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent update")));
+			elog(ERROR, "job_state: unexpected result %d locking a job", (int) result);
+			break;
+		case TM_Deleted:
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent delete")));
+			return false;
+		default:
+			elog(ERROR, "job_state: unexpected result %d locking a job", (int) result);
+	}
+	pg_unreachable();
 }

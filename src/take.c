@@ -45,7 +45,6 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -58,23 +57,13 @@
 
 #include "job_state.h"
 
-/* a scan of the ready index: its keys, and the mark it resumes after */
+/* a scan of the ready index */
 typedef struct JsReadyScan
 {
 	int			nkeys;
 	ScanKeyData keys[4];
-	const JsClaimKey *after;	/* skip (run_after, id) <= the mark's */
+	ScanKeyData row[2];			/* (run_after, id) > the mark's */
 } JsReadyScan;
-
-static Oid
-JsRelid(Oid nsp, const char *name)
-{
-	Oid			relid = get_relname_relid(name, nsp);
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "job_state: relation job_state.%s is missing", name);
-	return relid;
-}
 
 static int
 JsAttnum(Relation rel, const char *name)
@@ -102,13 +91,11 @@ JsKey(ScanKey key, Relation index, AttrNumber attno, StrategyNumber strategy,
 void
 JsTakeOpen(JsTake *t)
 {
-	Oid			nsp = get_namespace_oid("job_state", false);
-
-	t->job = table_open(JsRelid(nsp, "job"), RowExclusiveLock);
-	t->ready = index_open(JsRelid(nsp, "job_ready"), RowExclusiveLock);
-	t->lease = index_open(JsRelid(nsp, "job_lease"), RowExclusiveLock);
-	t->queuerel = table_open(JsRelid(nsp, "queue"), AccessShareLock);
-	t->queue_pkey = index_open(JsRelid(nsp, "queue_pkey"), AccessShareLock);
+	t->job = table_open(JsOwnRelid("job"), RowExclusiveLock);
+	t->ready = index_open(JsOwnRelid("job_ready"), RowExclusiveLock);
+	t->lease = index_open(JsOwnRelid("job_lease"), RowExclusiveLock);
+	t->queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
+	t->queue_pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
 	t->cols = JsJobColumnsFor(t->job);
 	t->scanslot = table_slot_create(t->job, NULL);
 }
@@ -211,7 +198,6 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
 	TM_Result	result;
 	bool		isnull;
 	const char *why;
-	int			natts = RelationGetDescr(t->job)->natts;
 
 	result = table_tuple_lock(t->job, &tid, GetActiveSnapshot(), locked,
 							  w->estate->es_output_cid, LockTupleNoKeyExclusive,
@@ -243,15 +229,12 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
 	}
 
 	/* the locked version may be newer than the one scanned: check it again */
-	slot_getallattrs(locked);
+	JsRowWriterCopy(newslot, locked);
 	if (DatumGetObjectId(locked->tts_values[cols->status - 1]) != cols->status_oids[JS_ACCEPTED] ||
 		DatumGetTimestampTz(locked->tts_values[cols->run_after - 1]) > args->now)
 		return false;
 
 	why = JsUsedUp(cols, locked);
-	ExecClearTuple(newslot);
-	memcpy(newslot->tts_values, locked->tts_values, sizeof(Datum) * natts);
-	memcpy(newslot->tts_isnull, locked->tts_isnull, sizeof(bool) * natts);
 	newslot->tts_values[cols->status - 1] =
 		ObjectIdGetDatum(cols->status_oids[why == NULL ? JS_RUNNING : JS_FAILED]);
 	newslot->tts_values[cols->reason - 1] = why == NULL ? (Datum) 0 : CStringGetTextDatum(why);
@@ -295,6 +278,25 @@ JsReadyKeys(JsTake *t, const JsTakeArgs *args, JsReadyScan *rs,
 		  F_TIMESTAMPTZ_LE, TimestampTzGetDatum(args->now));
 }
 
+/*
+ * (run_after, id) > (the mark's), as one row-comparison key, so that the
+ * scan starts just after the mark even among jobs of equal run_after
+ * (a batch submitted in one transaction).
+ */
+static void
+JsAfterMarkKey(JsReadyScan *rs, const JsClaimKey *mark)
+{
+	ScanKeyEntryInitialize(&rs->row[0], SK_ROW_MEMBER, 3, BTGreaterStrategyNumber,
+						   InvalidOid, InvalidOid, F_TIMESTAMP_CMP,
+						   TimestampTzGetDatum(mark->run_after));
+	ScanKeyEntryInitialize(&rs->row[1], SK_ROW_MEMBER | SK_ROW_END, 4,
+						   BTGreaterStrategyNumber, InvalidOid, InvalidOid,
+						   F_BTINT8CMP, Int64GetDatum(mark->id));
+	ScanKeyEntryInitialize(&rs->keys[rs->nkeys++], SK_ROW_HEADER, 3,
+						   BTGreaterStrategyNumber, InvalidOid, InvalidOid,
+						   InvalidOid, PointerGetDatum(rs->row));
+}
+
 /* walk one ready-index scan, taking up to room jobs into out */
 static int
 JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
@@ -309,16 +311,6 @@ JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
 	while (taken < room &&
 		   index_getnext_slot(scan, ForwardScanDirection, t->scanslot))
 	{
-		if (rs->after != NULL)
-		{
-			bool		isnull;
-			TimestampTz run_after =
-				DatumGetTimestampTz(slot_getattr(t->scanslot, t->cols->run_after, &isnull));
-
-			if (run_after == rs->after->run_after &&
-				DatumGetInt64(slot_getattr(t->scanslot, t->cols->id, &isnull)) <= rs->after->id)
-				continue;
-		}
 		if (JsTakeOne(t, args, w, locked, newslot, &out[taken]))
 			taken++;
 		CHECK_FOR_INTERRUPTS();
@@ -354,8 +346,8 @@ JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due)
 
 	/*
 	 * Keys in attribute order: queue = $1, then the priority bound of a
-	 * resumed walk, then run_after <= now (and >= the mark's run_after in
-	 * the mark's priority).
+	 * resumed walk, then run_after <= now (and, in the mark's priority,
+	 * (run_after, id) > the mark's).
 	 */
 	memset(scans, 0, sizeof(scans));
 	if (args->mark == NULL)
@@ -368,10 +360,7 @@ JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due)
 		/* priorities above the mark's, the mark's from the mark on, below */
 		JsReadyKeys(t, args, &scans[0], BTGreaterStrategyNumber, F_INT4GT);
 		JsReadyKeys(t, args, &scans[1], BTEqualStrategyNumber, F_INT4EQ);
-		JsKey(&scans[1].keys[scans[1].nkeys++], t->ready, 3,
-			  BTGreaterEqualStrategyNumber, F_TIMESTAMPTZ_GE,
-			  TimestampTzGetDatum(args->mark->run_after));
-		scans[1].after = args->mark;
+		JsAfterMarkKey(&scans[1], args->mark);
 		JsReadyKeys(t, args, &scans[2], BTLessStrategyNumber, F_INT4LT);
 		nscans = 3;
 	}

@@ -112,3 +112,9 @@ BEGIN READ ONLY;
 SELECT count(*) FROM job_state.claim('short', 'w');
 ROLLBACK;
 SELECT status FROM job_state.job WHERE id = :ro_job_id;
+-- and so does succeed
+SELECT token AS ro_t FROM job_state.claim('short', 'w') \gset
+BEGIN READ ONLY;
+SELECT job_state.succeed(:'ro_t');
+ROLLBACK;
+SELECT status FROM job_state.job WHERE id = :ro_job_id;
