@@ -42,10 +42,6 @@ PG_FUNCTION_INFO_V1(js_reconcile);
 PG_FUNCTION_INFO_V1(js_redrive);
 PG_FUNCTION_INFO_V1(js_cancel);
 
-#define FENCE \
-	" WHERE queue = $1 AND id = $2 AND generation = $3" \
-	"  AND status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
-
 /* label of an enum value */
 static char *
 JsEnumLabel(Datum value)
@@ -54,110 +50,130 @@ JsEnumLabel(Datum value)
 }
 
 /*
- * succeed: a running job, or an unknown one (a late completion that
- * carries the current generation resolves it).  The one write of the most
- * frequent call goes without a statement (rowwrite.c): the job is found by
- * primary key and locked, the fence (generation, status) is checked on the
- * locked version, as an UPDATE's WHERE clause would be, and the new
- * version goes through the executor's single-row update, so the job
- * triggers check and record it.
+ * succeed and succeed_many write without a statement (rowwrite.c): each
+ * job is found by primary key and locked, the fence (generation; running,
+ * or unknown for a late completion that carries the current generation)
+ * is checked on the locked version, as an UPDATE's WHERE clause would be,
+ * and the new version goes through the executor's single-row update, so
+ * the job triggers check and record it.  A completion is the most frequent
+ * write there is; a statement's start-up was most of its cost.
  */
+typedef struct JsCompletion
+{
+	Relation	rel;
+	Relation	pkey;
+	const JsJobColumns *cols;
+	JsRowWriter w;
+	TupleTableSlot *locked;
+	TupleTableSlot *newslot;
+} JsCompletion;
+
+static void
+JsCompletionBegin(JsCompletion *c, const char *what)
+{
+	/* the executor's read-only check, which these writes bypass */
+	PreventCommandIfReadOnly(what);
+	c->rel = table_open(JsOwnRelid("job"), RowExclusiveLock);
+	c->pkey = index_open(JsOwnRelid("job_pkey"), RowExclusiveLock);
+	c->cols = JsJobColumnsFor(c->rel);
+	/* like a statement: see our own earlier writes, under a new snapshot */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	JsRowWriterBegin(&c->w, c->rel);
+	c->locked = table_slot_create(c->rel, NULL);
+	c->newslot = JsRowWriterSlot(&c->w, &TTSOpsVirtual);
+}
+
+/* false: the token is stale (or its job gone) */
+static bool
+JsSucceedOne(JsCompletion *c, Datum queue, Datum id, int32 generation,
+			 Datum result, bool result_null)
+{
+	const JsJobColumns *cols = c->cols;
+	Oid			status;
+
+	if (!JsLockJob(&c->w, c->pkey, queue, id, c->locked))
+		return false;
+	JsRowWriterCopy(c->newslot, c->locked);
+	status = DatumGetObjectId(c->newslot->tts_values[cols->status - 1]);
+	if (DatumGetInt32(c->newslot->tts_values[cols->generation - 1]) != generation ||
+		(status != cols->status_oids[JS_RUNNING] &&
+		 status != cols->status_oids[JS_UNKNOWN]))
+		return false;
+	c->newslot->tts_values[cols->status - 1] = ObjectIdGetDatum(cols->status_oids[JS_SUCCEEDED]);
+	c->newslot->tts_values[cols->result - 1] = result;
+	c->newslot->tts_isnull[cols->result - 1] = result_null;
+	c->newslot->tts_isnull[cols->reason - 1] = true;
+	ExecStoreVirtualTuple(c->newslot);
+	ExecSimpleRelationUpdate(c->w.rri, c->w.estate, &c->w.epqstate, c->locked, c->newslot);
+	return true;
+}
+
+/* fire the AFTER triggers (history) and close */
+static void
+JsCompletionEnd(JsCompletion *c)
+{
+	ExecDropSingleTupleTableSlot(c->locked);
+	JsRowWriterEnd(&c->w);
+	PopActiveSnapshot();
+	index_close(c->pkey, NoLock);
+	table_close(c->rel, NoLock);
+}
+
 Datum
 js_succeed(PG_FUNCTION_ARGS)
 {
 	JsClaimToken *token;
 	const char *queue;
 	Datum		values[3];
-	Relation	rel;
-	Relation	pkey;
-	const JsJobColumns *cols;
-	JsRowWriter w;
-	TupleTableSlot *locked;
-	bool		done = false;
+	JsCompletion c;
+	bool		done;
 
 	JsRefuseNull(fcinfo, 0, "token");
 	token = PG_GETARG_CLAIM_TOKEN(0);
-	/* the executor's read-only check, which this write bypasses */
-	PreventCommandIfReadOnly("succeed()");
 
 	SPI_connect();
 	queue = JsTokenFence(token, values);
-
-	rel = table_open(JsOwnRelid("job"), RowExclusiveLock);
-	pkey = index_open(JsOwnRelid("job_pkey"), RowExclusiveLock);
-	cols = JsJobColumnsFor(rel);
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	JsRowWriterBegin(&w, rel);
-	locked = table_slot_create(rel, NULL);
-	if (JsLockJob(&w, pkey, values[0], values[1], locked))
-	{
-		TupleTableSlot *newslot = JsRowWriterSlot(&w, &TTSOpsVirtual);
-		Oid			status;
-
-		JsRowWriterCopy(newslot, locked);
-		status = DatumGetObjectId(newslot->tts_values[cols->status - 1]);
-		if (DatumGetInt32(newslot->tts_values[cols->generation - 1]) == token->generation &&
-			(status == cols->status_oids[JS_RUNNING] ||
-			 status == cols->status_oids[JS_UNKNOWN]))
-		{
-			newslot->tts_values[cols->status - 1] =
-				ObjectIdGetDatum(cols->status_oids[JS_SUCCEEDED]);
-			newslot->tts_values[cols->result - 1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
-			newslot->tts_isnull[cols->result - 1] = PG_ARGISNULL(1);
-			newslot->tts_isnull[cols->reason - 1] = true;
-			ExecStoreVirtualTuple(newslot);
-			ExecSimpleRelationUpdate(w.rri, w.estate, &w.epqstate, locked, newslot);
-			done = true;
-		}
-	}
-	ExecDropSingleTupleTableSlot(locked);
-	JsRowWriterEnd(&w);
-	PopActiveSnapshot();
-	index_close(pkey, NoLock);
-	table_close(rel, NoLock);
-
+	JsCompletionBegin(&c, "succeed()");
+	done = JsSucceedOne(&c, values[0], values[1], token->generation,
+						PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
+	JsCompletionEnd(&c);
 	if (!done)
 		JsRefuseToken(queue, token, "succeed");
 	SPI_finish();
 	PG_RETURN_VOID();
 }
 
-/*
- * succeed_many: one statement for the whole batch; each token fenced on its
- * own.
- */
-static JsPlan succeed_many_plan = {
-	"WITH t AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1),"
-	"  pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
-	"  AS t(queue, id, generation, result))"
-	" UPDATE job_state.job j SET status = 'succeeded', result = t.result,"
-	"  reason = NULL"
-	" FROM t"
-	" WHERE j.queue = t.queue AND j.id = t.id AND j.generation = t.generation"
-	"  AND j.status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
-	" RETURNING j.id, j.generation",
-	4, {TEXTARRAYOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID}
-};
-
-/* a job and the generation a batch completed it with */
-typedef struct JsDone
+/* a token of a batch, for the order in which the batch locks its jobs */
+typedef struct JsBatchItem
 {
+	const char *queue;
 	int64		job_id;
 	int32		generation;
-} JsDone;
+	int			pos;			/* in the batch */
+} JsBatchItem;
 
 static int
-JsCompareDone(const void *a, const void *b)
+JsCompareBatchItem(const void *a, const void *b)
 {
-	const JsDone *x = (const JsDone *) a;
-	const JsDone *y = (const JsDone *) b;
+	const JsBatchItem *x = (const JsBatchItem *) a;
+	const JsBatchItem *y = (const JsBatchItem *) b;
+	int			cmp = strcmp(x->queue, y->queue);
 
+	if (cmp != 0)
+		return cmp;
 	if (x->job_id != y->job_id)
 		return x->job_id < y->job_id ? -1 : 1;
-	return x->generation < y->generation ? -1 : x->generation > y->generation ? 1 : 0;
+	if (x->generation != y->generation)
+		return x->generation < y->generation ? -1 : 1;
+	return x->pos - y->pos;
 }
 
+/*
+ * succeed_many: the whole batch in one call, each token fenced on its own.
+ * Jobs are locked in (queue, id) order, so two batches never deadlock on
+ * each other; a token given twice counts as its first.
+ */
 Datum
 js_succeed_many(PG_FUNCTION_ARGS)
 {
@@ -169,12 +185,9 @@ js_succeed_many(PG_FUNCTION_ARGS)
 	Datum	   *results = NULL;
 	bool	   *result_nulls = NULL;
 	int			nresults = 0;
-	Datum	   *queues;
-	Datum	   *ids;
-	Datum	   *gens;
-	Datum		values[4];
-	JsDone	   *done;
-	int			ndone;
+	JsBatchItem *items;
+	bool	   *succeeded;
+	JsCompletion c;
 	int			i;
 	int16		typlen;
 	bool		typbyval;
@@ -212,9 +225,7 @@ js_succeed_many(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 
 	SPI_connect();
-	queues = palloc(sizeof(Datum) * ntokens);
-	ids = palloc(sizeof(Datum) * ntokens);
-	gens = palloc(sizeof(Datum) * ntokens);
+	items = palloc(sizeof(JsBatchItem) * ntokens);
 	for (i = 0; i < ntokens; i++)
 	{
 		JsClaimToken *token;
@@ -226,54 +237,40 @@ js_succeed_many(PG_FUNCTION_ARGS)
 					 errdetail("Element %d is null.", i + 1)));
 		token = DatumGetClaimToken(tokens[i]);
 		/* the MAC of every token is checked before anything is written */
-		queues[i] = CStringGetTextDatum(JsTokenCheck(token));
-		ids[i] = Int64GetDatum(token->job_id);
-		gens[i] = Int32GetDatum(token->generation);
+		items[i].queue = JsTokenCheck(token);
+		items[i].job_id = token->job_id;
+		items[i].generation = token->generation;
+		items[i].pos = i;
 	}
+	qsort(items, ntokens, sizeof(JsBatchItem), JsCompareBatchItem);
 
-	values[0] = PointerGetDatum(construct_array(queues, ntokens, TEXTOID, -1, false, TYPALIGN_INT));
-	values[1] = PointerGetDatum(construct_array(ids, ntokens, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	values[2] = PointerGetDatum(construct_array(gens, ntokens, INT4OID, 4, true, TYPALIGN_INT));
-	if (results != NULL)
+	succeeded = palloc(sizeof(bool) * ntokens);
+	JsCompletionBegin(&c, "succeed_many()");
+	for (i = 0; i < ntokens; i++)
 	{
-		int			dims[1] = {ntokens};
-		int			lbs[1] = {1};
+		JsBatchItem *it = &items[i];
 
-		values[3] = PointerGetDatum(construct_md_array(results, result_nulls, 1, dims, lbs,
-													   JSONBOID, -1, false, TYPALIGN_INT));
+		if (i > 0 && strcmp(it->queue, items[i - 1].queue) == 0 &&
+			it->job_id == items[i - 1].job_id &&
+			it->generation == items[i - 1].generation)
+			succeeded[it->pos] = succeeded[items[i - 1].pos];	/* given twice */
+		else
+			succeeded[it->pos] =
+				JsSucceedOne(&c, CStringGetTextDatum(it->queue), Int64GetDatum(it->job_id),
+							 it->generation,
+							 results != NULL ? results[it->pos] : (Datum) 0,
+							 results == NULL || result_nulls[it->pos]);
+		CHECK_FOR_INTERRUPTS();
 	}
-	else
-	{
-		int			dims[1] = {ntokens};
-		int			lbs[1] = {1};
-		bool	   *allnull = palloc(sizeof(bool) * ntokens);
-		Datum	   *none = palloc0(sizeof(Datum) * ntokens);
-
-		memset(allnull, true, sizeof(bool) * ntokens);
-		values[3] = PointerGetDatum(construct_md_array(none, allnull, 1, dims, lbs,
-													   JSONBOID, -1, false, TYPALIGN_INT));
-	}
-
-	ndone = JsExecute(&succeed_many_plan, values, NULL, false, 0);
-	done = palloc(sizeof(JsDone) * Max(ndone, 1));
-	for (i = 0; i < ndone; i++)
-	{
-		done[i].job_id = JsGetInt64(i, 1, NULL);
-		done[i].generation = JsGetInt32(i, 2, NULL);
-	}
-	qsort(done, ndone, sizeof(JsDone), JsCompareDone);
+	JsCompletionEnd(&c);
 
 	for (i = 0; i < ntokens; i++)
 	{
-		JsDone		key;
 		Datum		out[2];
 		bool		outnulls[2] = {false, false};
 
-		key.job_id = DatumGetInt64(ids[i]);
-		key.generation = DatumGetInt32(gens[i]);
 		out[0] = tokens[i];
-		out[1] = CStringGetTextDatum(bsearch(&key, done, ndone, sizeof(JsDone),
-											 JsCompareDone) ? "succeeded" : "stale");
+		out[1] = CStringGetTextDatum(succeeded[i] ? "succeeded" : "stale");
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
 	}
 	SPI_finish();

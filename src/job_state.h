@@ -5,9 +5,12 @@
  *
  * Conventions: SQL-callable symbols are js_<sqlname>; helpers are Js*.
  * Every statement on our tables runs through SPI with a plan prepared once
- * per backend (see spi.c), so constraints and triggers always apply; the
- * one exception, job history, goes in through the executor's single-row
- * insert, which applies them too (see event.c).
+ * per backend (see spi.c).  The three writes of every job's life that a
+ * statement's start-up would dominate -- claim taking a job (take.c),
+ * succeed (complete.c) and the history row of each change (event.c) -- go
+ * through the executor's single-row insert and update instead (rowwrite.c),
+ * as logical replication applies rows: triggers, constraints and indexes
+ * apply to them exactly as to an INSERT or UPDATE.
  *
  *-------------------------------------------------------------------------
  */

@@ -69,7 +69,7 @@ SELECT n, max(d) <= interval '1 s' * 2 ^ n AS within
                   FROM generate_series(1, 200)) draws
  GROUP BY n ORDER BY n;
 
--- succeed_many: one statement, each token fenced on its own
+-- succeed_many: one call, each token fenced on its own
 SELECT job_state.create_queue('batch');
 SELECT count(*) FROM (SELECT job_state.submit('batch', jsonb_build_object('n', i)) FROM generate_series(1, 5) i) s;
 CREATE TABLE batch_tokens AS SELECT token, job_id FROM job_state.claim('batch', 'w', max_jobs => 5);
@@ -92,6 +92,18 @@ SELECT * FROM job_state.succeed_many((SELECT array_agg(token) FROM batch_tokens)
 SELECT * FROM job_state.succeed_many(ARRAY[NULL]::job_state.claim_token[]);
 SELECT * FROM job_state.succeed_many(NULL);
 SELECT * FROM job_state.succeed_many((SELECT array_agg(ARRAY[token, token]) FROM batch_tokens));
+-- out of order, and a token given twice: it counts as its first, and the
+-- outcomes come back in the order given
+SELECT count(*) FROM (SELECT job_state.submit('batch', jsonb_build_object('m', i)) FROM generate_series(1, 2) i) s;
+CREATE TABLE pair AS SELECT token, job_id FROM job_state.claim('batch', 'w', max_jobs => 2);
+SELECT p.job_id - (SELECT min(job_id) FROM pair) AS nth, s.outcome
+  FROM job_state.succeed_many(ARRAY[(SELECT token FROM pair ORDER BY job_id DESC LIMIT 1),
+                                    (SELECT token FROM pair ORDER BY job_id LIMIT 1),
+                                    (SELECT token FROM pair ORDER BY job_id DESC LIMIT 1)]) WITH ORDINALITY s(token, outcome, ord)
+  JOIN pair p ON p.token OPERATOR(job_state.=) s.token
+ ORDER BY s.ord;
+SELECT count(*) AS succeeded_once FROM job_state.job_event e JOIN pair p ON p.job_id = e.job_id
+ WHERE e.to_status = 'succeeded';
 
 -- a cancel request wins over a retry; succeed still wins over a cancel request
 SELECT job_state.create_queue('cx');
