@@ -52,29 +52,19 @@ typedef struct JsEventColumns
 
 static JsEventColumns js_event_cols;
 
-static int
-JsEventColumn(Relation rel, const char *name)
-{
-	int			attnum = SPI_fnumber(RelationGetDescr(rel), name);
-
-	if (attnum <= 0)
-		elog(ERROR, "job_state: column job_event.%s is missing", name);
-	return attnum;
-}
-
 static const JsEventColumns *
 JsEventColumnsFor(Relation rel)
 {
 	if (js_event_cols.relid == RelationGetRelid(rel))
 		return &js_event_cols;
-	js_event_cols.queue = JsEventColumn(rel, "queue");
-	js_event_cols.job_id = JsEventColumn(rel, "job_id");
-	js_event_cols.seq = JsEventColumn(rel, "seq");
-	js_event_cols.from_status = JsEventColumn(rel, "from_status");
-	js_event_cols.to_status = JsEventColumn(rel, "to_status");
-	js_event_cols.generation = JsEventColumn(rel, "generation");
-	js_event_cols.at = JsEventColumn(rel, "at");
-	js_event_cols.detail = JsEventColumn(rel, "detail");
+	js_event_cols.queue = JsColumnNumber(rel, "queue");
+	js_event_cols.job_id = JsColumnNumber(rel, "job_id");
+	js_event_cols.seq = JsColumnNumber(rel, "seq");
+	js_event_cols.from_status = JsColumnNumber(rel, "from_status");
+	js_event_cols.to_status = JsColumnNumber(rel, "to_status");
+	js_event_cols.generation = JsColumnNumber(rel, "generation");
+	js_event_cols.at = JsColumnNumber(rel, "at");
+	js_event_cols.detail = JsColumnNumber(rel, "detail");
 	js_event_cols.relid = RelationGetRelid(rel);
 	return &js_event_cols;
 }

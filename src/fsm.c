@@ -104,16 +104,6 @@ JsStatusFinished(JsStatus s)
 
 static JsJobColumns js_cols;
 
-static int
-JsColumn(TupleDesc tupdesc, const char *name)
-{
-	int			attnum = SPI_fnumber(tupdesc, name);
-
-	if (attnum <= 0)
-		elog(ERROR, "job_state: column job.%s is missing", name);
-	return attnum;
-}
-
 const JsJobColumns *
 JsJobColumnsFor(Relation rel)
 {
@@ -124,31 +114,31 @@ JsJobColumnsFor(Relation rel)
 	if (js_cols.relid == RelationGetRelid(rel))
 		return &js_cols;
 
-	js_cols.queue = JsColumn(tupdesc, "queue");
-	js_cols.id = JsColumn(tupdesc, "id");
-	js_cols.status = JsColumn(tupdesc, "status");
-	js_cols.generation = JsColumn(tupdesc, "generation");
-	js_cols.attempts = JsColumn(tupdesc, "attempts");
-	js_cols.retries = JsColumn(tupdesc, "retries");
-	js_cols.throttles = JsColumn(tupdesc, "throttles");
-	js_cols.idempotency_key = JsColumn(tupdesc, "idempotency_key");
-	js_cols.concurrency_key = JsColumn(tupdesc, "concurrency_key");
-	js_cols.input = JsColumn(tupdesc, "input");
-	js_cols.input_hash = JsColumn(tupdesc, "input_hash");
-	js_cols.result = JsColumn(tupdesc, "result");
-	js_cols.reason = JsColumn(tupdesc, "reason");
-	js_cols.deadline = JsColumn(tupdesc, "deadline");
-	js_cols.max_attempts = JsColumn(tupdesc, "max_attempts");
-	js_cols.budget = JsColumn(tupdesc, "budget");
-	js_cols.holds_slots = JsColumn(tupdesc, "holds_slots");
-	js_cols.spent = JsColumn(tupdesc, "spent");
-	js_cols.cancel_requested = JsColumn(tupdesc, "cancel_requested");
-	js_cols.lease_expires_at = JsColumn(tupdesc, "lease_expires_at");
-	js_cols.worker = JsColumn(tupdesc, "worker");
-	js_cols.started_at = JsColumn(tupdesc, "started_at");
-	js_cols.finished_at = JsColumn(tupdesc, "finished_at");
-	js_cols.priority = JsColumn(tupdesc, "priority");
-	js_cols.run_after = JsColumn(tupdesc, "run_after");
+	js_cols.queue = JsColumnNumber(rel, "queue");
+	js_cols.id = JsColumnNumber(rel, "id");
+	js_cols.status = JsColumnNumber(rel, "status");
+	js_cols.generation = JsColumnNumber(rel, "generation");
+	js_cols.attempts = JsColumnNumber(rel, "attempts");
+	js_cols.retries = JsColumnNumber(rel, "retries");
+	js_cols.throttles = JsColumnNumber(rel, "throttles");
+	js_cols.idempotency_key = JsColumnNumber(rel, "idempotency_key");
+	js_cols.concurrency_key = JsColumnNumber(rel, "concurrency_key");
+	js_cols.input = JsColumnNumber(rel, "input");
+	js_cols.input_hash = JsColumnNumber(rel, "input_hash");
+	js_cols.result = JsColumnNumber(rel, "result");
+	js_cols.reason = JsColumnNumber(rel, "reason");
+	js_cols.deadline = JsColumnNumber(rel, "deadline");
+	js_cols.max_attempts = JsColumnNumber(rel, "max_attempts");
+	js_cols.budget = JsColumnNumber(rel, "budget");
+	js_cols.holds_slots = JsColumnNumber(rel, "holds_slots");
+	js_cols.spent = JsColumnNumber(rel, "spent");
+	js_cols.cancel_requested = JsColumnNumber(rel, "cancel_requested");
+	js_cols.lease_expires_at = JsColumnNumber(rel, "lease_expires_at");
+	js_cols.worker = JsColumnNumber(rel, "worker");
+	js_cols.started_at = JsColumnNumber(rel, "started_at");
+	js_cols.finished_at = JsColumnNumber(rel, "finished_at");
+	js_cols.priority = JsColumnNumber(rel, "priority");
+	js_cols.run_after = JsColumnNumber(rel, "run_after");
 
 	status_type = TupleDescAttr(tupdesc, js_cols.status - 1)->atttypid;
 	for (i = 0; i < JS_NUM_STATUS; i++)

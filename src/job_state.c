@@ -15,6 +15,8 @@
 #include "utils/guc.h"
 #include "utils/tuplestore.h"
 
+#include "utils/rel.h"
+
 #include "job_state.h"
 
 PG_MODULE_MAGIC;
@@ -172,4 +174,16 @@ JsIntervalPositive(const Interval *span)
 	/* months count as 30 days, as interval comparison does */
 	return ((int128) span->month * 30 * USECS_PER_DAY +
 			(int128) span->day * USECS_PER_DAY + span->time) > 0;
+}
+
+/* attribute number of a column of one of our tables; it must be there */
+int
+JsColumnNumber(Relation rel, const char *name)
+{
+	int			attnum = SPI_fnumber(RelationGetDescr(rel), name);
+
+	if (attnum <= 0)
+		elog(ERROR, "job_state: column %s.%s is missing",
+			 RelationGetRelationName(rel), name);
+	return attnum;
 }

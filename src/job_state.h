@@ -121,6 +121,8 @@ extern void JsRowWriterBegin(JsRowWriter *w, Relation rel);
 extern void JsRowWriterCopy(TupleTableSlot *newslot, TupleTableSlot *locked);
 extern TupleTableSlot *JsRowWriterSlot(JsRowWriter *w, const TupleTableSlotOps *ops);
 extern void JsRowWriterEnd(JsRowWriter *w);
+extern bool JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
+					  LockWaitPolicy wait);
 extern bool JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
 					  TupleTableSlot *slot);
 
@@ -356,6 +358,7 @@ extern void JsInitMaterialized(FunctionCallInfo fcinfo);
 extern void JsCheckName(const char *what, const char *name);
 extern void JsCheckKey(const char *what, const char *key);
 extern void JsRefuseNull(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern int	JsColumnNumber(Relation rel, const char *name);
 extern bool JsIntervalPositive(const Interval *span);
 
 #endif							/* JOB_STATE_H */

@@ -136,12 +136,55 @@ JsRowWriterEnd(JsRowWriter *w)
 }
 
 /*
+ * Lock the row at tid FOR NO KEY UPDATE into slot, as ExecLockRows does:
+ * with LockWaitBlock wait for another locker, with LockWaitSkip skip the
+ * row.  Under READ COMMITTED a row updated since the snapshot is followed
+ * to its newest version, which the caller re-checks (as an UPDATE
+ * re-checks its WHERE clause); under REPEATABLE READ and SERIALIZABLE that
+ * is a serialization failure.  False when the row is to be skipped: locked
+ * by another (LockWaitSkip), gone, or already changed by this command.
+ */
+bool
+JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
+		  LockWaitPolicy wait)
+{
+	TM_FailureData tmfd;
+	TM_Result	result;
+
+	result = table_tuple_lock(w->rri->ri_RelationDesc, tid, GetActiveSnapshot(),
+							  slot, w->estate->es_output_cid,
+							  LockTupleNoKeyExclusive, wait,
+							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+							  &tmfd);
+	switch (result)
+	{
+		case TM_Ok:
+			return true;
+		case TM_WouldBlock:
+		case TM_SelfModified:
+			return false;
+		case TM_Updated:
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent update")));
+			break;
+		case TM_Deleted:
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent delete")));
+			return false;
+		default:
+			break;
+	}
+	elog(ERROR, "job_state: unexpected result %d locking a row", (int) result);
+	pg_unreachable();
+}
+
+/*
  * Find job (queue, id) by the job table's primary key under the active
- * snapshot and lock it FOR NO KEY UPDATE into slot, waiting for another
- * locker as an UPDATE would.  Under READ COMMITTED a row updated since the
- * snapshot is followed to its newest version, which the caller re-checks
- * (as an UPDATE re-checks its WHERE clause); under REPEATABLE READ and
- * SERIALIZABLE that is a serialization failure.  False when the job is not
+ * snapshot and lock it (JsLockRow, waiting).  False when the job is not
  * there (any more).
  */
 bool
@@ -153,8 +196,6 @@ JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
 	IndexScanDesc scan;
 	bool		found;
 	ItemPointerData tid;
-	TM_FailureData tmfd;
-	TM_Result	result;
 
 	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
 						   pkey->rd_indcollation[0], F_TEXTEQ, queue);
@@ -166,34 +207,6 @@ JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
 	index_endscan(scan);
 	if (!found)
 		return false;
-
 	tid = slot->tts_tid;
-	result = table_tuple_lock(rel, &tid, GetActiveSnapshot(), slot,
-							  w->estate->es_output_cid, LockTupleNoKeyExclusive,
-							  LockWaitBlock,
-							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-							  &tmfd);
-	switch (result)
-	{
-		case TM_Ok:
-			return true;
-		case TM_SelfModified:
-			return false;
-		case TM_Updated:
-			if (IsolationUsesXactSnapshot())
-				ereport(ERROR,
-						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not serialize access due to concurrent update")));
-			elog(ERROR, "job_state: unexpected result %d locking a job", (int) result);
-			break;
-		case TM_Deleted:
-			if (IsolationUsesXactSnapshot())
-				ereport(ERROR,
-						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not serialize access due to concurrent delete")));
-			return false;
-		default:
-			elog(ERROR, "job_state: unexpected result %d locking a job", (int) result);
-	}
-	pg_unreachable();
+	return JsLockRow(w, &tid, slot, LockWaitBlock);
 }

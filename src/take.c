@@ -22,7 +22,8 @@
  * - each visible job is locked FOR NO KEY UPDATE, skipping rows locked by
  *   others; a row updated since the snapshot is followed to its newest
  *   version and re-checked (status, run_after) under READ COMMITTED, and
- *   is a serialization failure otherwise, as in ExecLockRows;
+ *   is a serialization failure otherwise, as in ExecLockRows (JsLockRow,
+ *   rowwrite.c);
  * - a locked job whose attempts, deadline or budget are used up becomes
  *   failed with the reason, others running with the worker and the lease;
  *   the write goes through the executor's single-row update (rowwrite.c),
@@ -64,17 +65,6 @@ typedef struct JsReadyScan
 	ScanKeyData keys[4];
 	ScanKeyData row[2];			/* (run_after, id) > the mark's */
 } JsReadyScan;
-
-static int
-JsAttnum(Relation rel, const char *name)
-{
-	int			attnum = SPI_fnumber(RelationGetDescr(rel), name);
-
-	if (attnum <= 0)
-		elog(ERROR, "job_state: column %s.%s is missing",
-			 RelationGetRelationName(rel), name);
-	return attnum;
-}
 
 static void
 JsKey(ScanKey key, Relation index, AttrNumber attno, StrategyNumber strategy,
@@ -136,22 +126,22 @@ JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q)
 		Interval   *max_lease;
 		bool		uses_resources;
 
-		q->id = DatumGetInt32(slot_getattr(slot, JsAttnum(rel, "id"), &isnull));
-		lease = DatumGetIntervalP(slot_getattr(slot, JsAttnum(rel, "lease"), &isnull));
-		max_lease = DatumGetIntervalP(slot_getattr(slot, JsAttnum(rel, "max_lease"), &isnull));
+		q->id = DatumGetInt32(slot_getattr(slot, JsColumnNumber(rel, "id"), &isnull));
+		lease = DatumGetIntervalP(slot_getattr(slot, JsColumnNumber(rel, "lease"), &isnull));
+		max_lease = DatumGetIntervalP(slot_getattr(slot, JsColumnNumber(rel, "max_lease"), &isnull));
 		if (asked != NULL)
 			lease = asked;
 		q->lease = *DatumGetIntervalP(DirectFunctionCall2(interval_smaller,
 														  IntervalPGetDatum(lease),
 														  IntervalPGetDatum(max_lease)));
-		q->paused = DatumGetBool(slot_getattr(slot, JsAttnum(rel, "paused"), &isnull));
-		q->queue_limit = DatumGetInt32(slot_getattr(slot, JsAttnum(rel, "concurrency_limit"),
+		q->paused = DatumGetBool(slot_getattr(slot, JsColumnNumber(rel, "paused"), &isnull));
+		q->queue_limit = DatumGetInt32(slot_getattr(slot, JsColumnNumber(rel, "concurrency_limit"),
 													&isnull));
 		q->has_queue_limit = !isnull;
-		q->key_limit = DatumGetInt32(slot_getattr(slot, JsAttnum(rel, "per_key_limit"),
+		q->key_limit = DatumGetInt32(slot_getattr(slot, JsColumnNumber(rel, "per_key_limit"),
 												  &isnull));
 		q->has_key_limit = !isnull;
-		uses_resources = DatumGetBool(slot_getattr(slot, JsAttnum(rel, "uses_resources"),
+		uses_resources = DatumGetBool(slot_getattr(slot, JsColumnNumber(rel, "uses_resources"),
 												   &isnull));
 		q->limited = q->has_queue_limit || q->has_key_limit || uses_resources;
 	}
@@ -194,39 +184,12 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
 {
 	const JsJobColumns *cols = t->cols;
 	ItemPointerData tid = t->scanslot->tts_tid;
-	TM_FailureData tmfd;
-	TM_Result	result;
 	bool		isnull;
 	const char *why;
 
-	result = table_tuple_lock(t->job, &tid, GetActiveSnapshot(), locked,
-							  w->estate->es_output_cid, LockTupleNoKeyExclusive,
-							  LockWaitSkip,
-							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-							  &tmfd);
-	switch (result)
-	{
-		case TM_Ok:
-			break;
-		case TM_WouldBlock:		/* another claimer holds it: skip */
-		case TM_SelfModified:
-			return false;
-		case TM_Updated:
-			if (IsolationUsesXactSnapshot())
-				ereport(ERROR,
-						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not serialize access due to concurrent update")));
-			elog(ERROR, "job_state: unexpected result %d locking a job", (int) result);
-			break;
-		case TM_Deleted:
-			if (IsolationUsesXactSnapshot())
-				ereport(ERROR,
-						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not serialize access due to concurrent delete")));
-			return false;
-		default:
-			elog(ERROR, "job_state: unexpected result %d locking a job", (int) result);
-	}
+	/* SKIP LOCKED: a job another claimer holds is passed over */
+	if (!JsLockRow(w, &tid, locked, LockWaitSkip))
+		return false;
 
 	/* the locked version may be newer than the one scanned: check it again */
 	JsRowWriterCopy(newslot, locked);
