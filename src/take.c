@@ -113,6 +113,8 @@ JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q)
 	TupleTableSlot *slot = table_slot_create(t->queuerel, NULL);
 	bool		found;
 
+	/* like a statement: see our own earlier writes, under a new snapshot */
+	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	JsKey(&key, t->queue_pkey, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
 	scan = index_beginscan(t->queuerel, t->queue_pkey, GetActiveSnapshot(), 1, 0);

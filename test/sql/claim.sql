@@ -118,3 +118,9 @@ BEGIN READ ONLY;
 SELECT job_state.succeed(:'ro_t');
 ROLLBACK;
 SELECT status FROM job_state.job WHERE id = :ro_job_id;
+-- claim sees what its own transaction wrote before it, even in the same
+-- statement: a queue created just before
+BEGIN;
+SELECT job_state.create_queue('inline') IS NOT NULL AS created,
+       (SELECT count(*) FROM job_state.claim('inline', 'w')) AS claimed;
+ROLLBACK;
