@@ -116,6 +116,15 @@ typedef struct JsRowWriter
 	EPQState	epqstate;
 } JsRowWriter;
 
+/* index_beginscan gained an instrumentation argument in PostgreSQL 18 */
+#if PG_VERSION_NUM >= 180000
+#define JsIndexBeginScan(heap, index, snapshot, nkeys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), 0)
+#else
+#define JsIndexBeginScan(heap, index, snapshot, nkeys) \
+	index_beginscan((heap), (index), (snapshot), (nkeys), 0)
+#endif
+
 extern Oid	JsOwnRelid(const char *name);
 extern void JsRowWriterBegin(JsRowWriter *w, Relation rel);
 extern void JsRowWriterCopy(TupleTableSlot *newslot, TupleTableSlot *locked);

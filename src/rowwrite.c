@@ -201,7 +201,7 @@ JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
 						   pkey->rd_indcollation[0], F_TEXTEQ, queue);
 	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
 						   pkey->rd_indcollation[1], F_INT8EQ, id);
-	scan = index_beginscan(rel, pkey, GetActiveSnapshot(), 2, 0);
+	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 2);
 	index_rescan(scan, keys, 2, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	index_endscan(scan);

@@ -117,7 +117,7 @@ JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q)
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	JsKey(&key, t->queue_pkey, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
-	scan = index_beginscan(t->queuerel, t->queue_pkey, GetActiveSnapshot(), 1, 0);
+	scan = JsIndexBeginScan(t->queuerel, t->queue_pkey, GetActiveSnapshot(), 1);
 	index_rescan(scan, &key, 1, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	if (found)
@@ -271,7 +271,7 @@ JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
 	IndexScanDesc scan;
 	int			taken = 0;
 
-	scan = index_beginscan(t->job, t->ready, GetActiveSnapshot(), rs->nkeys, 0);
+	scan = JsIndexBeginScan(t->job, t->ready, GetActiveSnapshot(), rs->nkeys);
 	index_rescan(scan, rs->keys, rs->nkeys, NULL, 0);
 	while (taken < room &&
 		   index_getnext_slot(scan, ForwardScanDirection, t->scanslot))
@@ -355,7 +355,7 @@ JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now)
 	JsKey(&keys[0], t->lease, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
 	JsKey(&keys[1], t->lease, 2, BTLessEqualStrategyNumber, F_TIMESTAMPTZ_LE,
 		  TimestampTzGetDatum(now));
-	scan = index_beginscan(t->job, t->lease, GetActiveSnapshot(), 2, 0);
+	scan = JsIndexBeginScan(t->job, t->lease, GetActiveSnapshot(), 2);
 	index_rescan(scan, keys, 2, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, t->scanslot);
 	index_endscan(scan);
