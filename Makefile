@@ -18,6 +18,7 @@ OBJS = \
 	src/fence.o \
 	src/queue.o \
 	src/sweeper.o \
+	src/notify.o \
 	src/cron.o \
 	src/schedule.o \
 	src/purge.o \

@@ -22,12 +22,26 @@
 PG_MODULE_MAGIC;
 
 bool		js_track_events = true;
-bool		js_notify = true;
+int			js_notify = JS_NOTIFY_ON;
+int			js_notify_interval = 10;
 bool		js_restore = false;
 int			js_sweep_interval = 1000;
 char	   *js_database = NULL;
 
 void		_PG_init(void);
+
+static const struct config_enum_entry js_notify_options[] = {
+	{"on", JS_NOTIFY_ON, false},
+	{"off", JS_NOTIFY_OFF, false},
+	{"commit", JS_NOTIFY_COMMIT, false},
+	{"true", JS_NOTIFY_ON, true},
+	{"false", JS_NOTIFY_OFF, true},
+	{"yes", JS_NOTIFY_ON, true},
+	{"no", JS_NOTIFY_OFF, true},
+	{"1", JS_NOTIFY_ON, true},
+	{"0", JS_NOTIFY_OFF, true},
+	{NULL, 0, false}
+};
 
 void
 _PG_init(void)
@@ -41,11 +55,12 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	DefineCustomBoolVariable("job_state.notify",
-							 "Sends NOTIFY job_state with the queue name when submit creates a job.",
-							 "Turn it off where no worker LISTENs: PostgreSQL serialises the commits of notifying transactions.",
+	DefineCustomEnumVariable("job_state.notify",
+							 "Sends NOTIFY job_state with the queue name after submit creates a job.",
+							 "on: the notifier worker sends it where it serves this database, else the submitting transaction; commit: always the submitting transaction; off: nobody.",
 							 &js_notify,
-							 true,
+							 JS_NOTIFY_ON,
+							 js_notify_options,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
@@ -89,7 +104,16 @@ _PG_init(void)
 								   PGC_POSTMASTER,
 								   0,
 								   NULL, NULL, NULL);
+		DefineCustomIntVariable("job_state.notify_interval",
+								"Shortest time between two rounds of the notifier worker.",
+								"Wake-ups of new jobs that come during it are sent together after it, one NOTIFY per queue.  0 sends each round at once.",
+								&js_notify_interval,
+								10, 0, 1000,
+								PGC_SIGHUP,
+								GUC_UNIT_MS,
+								NULL, NULL, NULL);
 		JsRegisterSweeper();
+		JsRegisterNotifier();
 	}
 
 #if PG_VERSION_NUM >= 150000

@@ -29,7 +29,8 @@
 
 /* GUCs (job_state.c) */
 extern bool js_track_events;
-extern bool js_notify;
+extern int	js_notify;
+extern int	js_notify_interval;
 extern bool js_restore;
 extern int	js_sweep_interval;
 extern char *js_database;
@@ -300,6 +301,20 @@ extern int	JsRunSchedules(void);
 
 /* sweeper.c */
 extern void JsRegisterSweeper(void);
+
+/*
+ * job_state.notify: who sends the wake-up of a new job (notify.c).
+ */
+typedef enum JsNotifyMode
+{
+	JS_NOTIFY_OFF,
+	JS_NOTIFY_ON,				/* the notifier where it serves the database */
+	JS_NOTIFY_COMMIT			/* the submitting transaction, at commit */
+} JsNotifyMode;
+
+/* notify.c */
+extern void JsRegisterNotifier(void);
+extern void JsNotifyNewJob(const char *queue);
 
 /* output of set-returning functions */
 extern void JsInitMaterialized(FunctionCallInfo fcinfo);

@@ -17,7 +17,6 @@
  */
 #include "postgres.h"
 
-#include "commands/async.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "funcapi.h"
@@ -194,8 +193,7 @@ js_submit(PG_FUNCTION_ARGS)
 			out[1] = BoolGetDatum(true);
 			out[2] = JsGetDatumCopy(0, 2, &isnull);
 			JsSubmitLimits(fcinfo, queue);
-			if (js_notify)
-				Async_Notify("job_state", queue);
+			JsNotifyNewJob(queue);
 			break;
 		}
 
