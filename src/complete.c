@@ -79,7 +79,7 @@ JsCompletionBegin(JsCompletion *c, const char *what)
 	/* like a statement: see our own earlier writes, under a new snapshot */
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	JsRowWriterBegin(&c->w, c->rel);
+	JsRowWriterBegin(&c->w, c->rel, false);
 	c->locked = table_slot_create(c->rel, NULL);
 	c->newslot = JsRowWriterSlot(&c->w, &TTSOpsVirtual);
 }

@@ -128,7 +128,7 @@ JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev)
 	rel = table_open(relid, RowExclusiveLock);
 	cols = JsEventColumnsFor(rel);
 
-	JsRowWriterBegin(&w, rel);
+	JsRowWriterBegin(&w, rel, false);
 	slot = JsRowWriterSlot(&w, &TTSOpsVirtual);
 	ExecClearTuple(slot);
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);

@@ -138,6 +138,8 @@ JsJobColumnsFor(Relation rel)
 	js_cols.started_at = JsColumnNumber(rel, "started_at");
 	js_cols.finished_at = JsColumnNumber(rel, "finished_at");
 	js_cols.priority = JsColumnNumber(rel, "priority");
+	js_cols.resource = JsColumnNumber(rel, "resource");
+	js_cols.submitted_by = JsColumnNumber(rel, "submitted_by");
 	js_cols.run_after = JsColumnNumber(rel, "run_after");
 
 	status_type = TupleDescAttr(tupdesc, js_cols.status - 1)->atttypid;

@@ -86,6 +86,8 @@ typedef struct JsJobColumns
 	int			finished_at;
 	int			priority;
 	int			run_after;
+	int			resource;
+	int			submitted_by;
 } JsJobColumns;
 
 extern const JsJobColumns *JsJobColumnsFor(Relation rel);
@@ -127,10 +129,12 @@ typedef struct JsRowWriter
 #endif
 
 extern Oid	JsOwnRelid(const char *name);
-extern void JsRowWriterBegin(JsRowWriter *w, Relation rel);
+extern void JsRowWriterBegin(JsRowWriter *w, Relation rel, bool speculative);
 extern void JsRowWriterCopy(TupleTableSlot *newslot, TupleTableSlot *locked);
 extern TupleTableSlot *JsRowWriterSlot(JsRowWriter *w, const TupleTableSlotOps *ops);
 extern void JsRowWriterEnd(JsRowWriter *w);
+extern void JsRowWriterDefaults(JsRowWriter *w, TupleTableSlot *slot, const bool *set);
+extern bool JsRowWriterInsert(JsRowWriter *w, TupleTableSlot *slot, List *arbiters);
 extern bool JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 					  LockWaitPolicy wait);
 extern bool JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
@@ -192,6 +196,8 @@ typedef struct JsQueueOptions
 {
 	int32		id;
 	Interval	lease;			/* what a claim gives: asked or the queue's, capped */
+	bool		has_max_attempts;
+	int32		max_attempts;
 	bool		paused;
 	bool		limited;		/* limits.c's path */
 	bool		has_queue_limit;
@@ -227,6 +233,10 @@ extern void JsTakeClose(JsTake *t);
 extern bool JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q);
 extern int	JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due);
 extern bool JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now);
+
+/* queue.c */
+extern bool JsReadQueue(Relation queuerel, Relation pkey, Datum queue,
+						Interval *asked, JsQueueOptions *q);
 
 /* spi.c: the kept-plan registry */
 #define JS_MAX_PLAN_ARGS 16

@@ -2,7 +2,8 @@
  *
  * queue.c
  *	  Queue administration: create_queue, alter_queue, pause_queue and
- *	  resume_queue.
+ *	  resume_queue; and reading a queue's options without a statement, for
+ *	  claim and submit (JsReadQueue).
  *
  * Options are checked here, with 22023 and a message that names the
  * option; the table's CHECK constraints repeat the rules for raw SQL.
@@ -11,7 +12,15 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/tableam.h"
+#include "executor/tuptable.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "job_state.h"
 
@@ -19,6 +28,89 @@ PG_FUNCTION_INFO_V1(js_create_queue);
 PG_FUNCTION_INFO_V1(js_alter_queue);
 PG_FUNCTION_INFO_V1(js_pause_queue);
 PG_FUNCTION_INFO_V1(js_resume_queue);
+
+/* attribute numbers of job_state.queue, looked up once per relation */
+typedef struct JsQueueColumns
+{
+	Oid			relid;
+	int			id;
+	int			lease;
+	int			max_lease;
+	int			max_attempts;
+	int			paused;
+	int			concurrency_limit;
+	int			per_key_limit;
+	int			uses_resources;
+} JsQueueColumns;
+
+static JsQueueColumns js_queue_cols;
+
+static const JsQueueColumns *
+JsQueueColumnsFor(Relation rel)
+{
+	if (js_queue_cols.relid == RelationGetRelid(rel))
+		return &js_queue_cols;
+	js_queue_cols.id = JsColumnNumber(rel, "id");
+	js_queue_cols.lease = JsColumnNumber(rel, "lease");
+	js_queue_cols.max_lease = JsColumnNumber(rel, "max_lease");
+	js_queue_cols.max_attempts = JsColumnNumber(rel, "max_attempts");
+	js_queue_cols.paused = JsColumnNumber(rel, "paused");
+	js_queue_cols.concurrency_limit = JsColumnNumber(rel, "concurrency_limit");
+	js_queue_cols.per_key_limit = JsColumnNumber(rel, "per_key_limit");
+	js_queue_cols.uses_resources = JsColumnNumber(rel, "uses_resources");
+	js_queue_cols.relid = RelationGetRelid(rel);
+	return &js_queue_cols;
+}
+
+/*
+ * The row of queue (text) by the queue table's primary key, under the
+ * active snapshot: false when there is none.  The lease a claim gives is
+ * LEAST(COALESCE(asked, lease), max_lease).
+ */
+bool
+JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
+			JsQueueOptions *q)
+{
+	ScanKeyData key;
+	IndexScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(queuerel, NULL);
+	bool		found;
+
+	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   pkey->rd_indcollation[0], F_TEXTEQ, queue);
+	scan = JsIndexBeginScan(queuerel, pkey, GetActiveSnapshot(), 1);
+	index_rescan(scan, &key, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	if (found)
+	{
+		const JsQueueColumns *qc = JsQueueColumnsFor(queuerel);
+		bool		isnull;
+		Interval   *lease;
+		Interval   *max_lease;
+		bool		uses_resources;
+
+		q->id = DatumGetInt32(slot_getattr(slot, qc->id, &isnull));
+		lease = DatumGetIntervalP(slot_getattr(slot, qc->lease, &isnull));
+		max_lease = DatumGetIntervalP(slot_getattr(slot, qc->max_lease, &isnull));
+		if (asked != NULL)
+			lease = asked;
+		q->lease = *DatumGetIntervalP(DirectFunctionCall2(interval_smaller,
+														  IntervalPGetDatum(lease),
+														  IntervalPGetDatum(max_lease)));
+		q->max_attempts = DatumGetInt32(slot_getattr(slot, qc->max_attempts, &isnull));
+		q->has_max_attempts = !isnull;
+		q->paused = DatumGetBool(slot_getattr(slot, qc->paused, &isnull));
+		q->queue_limit = DatumGetInt32(slot_getattr(slot, qc->concurrency_limit, &isnull));
+		q->has_queue_limit = !isnull;
+		q->key_limit = DatumGetInt32(slot_getattr(slot, qc->per_key_limit, &isnull));
+		q->has_key_limit = !isnull;
+		uses_resources = DatumGetBool(slot_getattr(slot, qc->uses_resources, &isnull));
+		q->limited = q->has_queue_limit || q->has_key_limit || uses_resources;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	return found;
+}
 
 #define JS_QUEUE_NARGS 12
 

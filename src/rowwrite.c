@@ -13,7 +13,9 @@
  *
  * The caller opens and locks the relation, keeps it open until
  * JsRowWriterEnd, and provides an active snapshot for triggers that read.
- * JsLockJob finds and locks one job for such an update.
+ * JsLockJob finds and locks one job for such an update.  JsRowWriterInsert
+ * inserts as INSERT ... ON CONFLICT DO NOTHING does (submit.c), with the
+ * column defaults of JsRowWriterDefaults.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,17 +29,27 @@
 #include "catalog/namespace.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
+#include "executor/nodeModifyTable.h"
 #include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
 #include "parser/parse_relation.h"
+#include "rewrite/rewriteHandler.h"
+#include "storage/lmgr.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "job_state.h"
 
+/*
+ * speculative: the indexes are opened for an insert with an ON CONFLICT
+ * arbiter (ExecCheckIndexConstraints), as for INSERT ... ON CONFLICT.
+ */
 void
-JsRowWriterBegin(JsRowWriter *w, Relation rel)
+JsRowWriterBegin(JsRowWriter *w, Relation rel, bool speculative)
 {
 	RangeTblEntry *rte;
 
@@ -75,7 +87,7 @@ JsRowWriterBegin(JsRowWriter *w, Relation rel)
 	w->estate->es_output_cid = GetCurrentCommandId(true);
 	if (ActiveSnapshotSet())
 		w->estate->es_snapshot = GetActiveSnapshot();
-	ExecOpenIndices(w->rri, false);
+	ExecOpenIndices(w->rri, speculative);
 #if PG_VERSION_NUM >= 160000
 	EvalPlanQualInit(&w->epqstate, w->estate, NULL, NIL, -1, NIL);
 #else
@@ -209,4 +221,202 @@ JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
 		return false;
 	tid = slot->tts_tid;
 	return JsLockRow(w, &tid, slot, LockWaitBlock);
+}
+
+/*
+ * Column defaults, as an INSERT that names only some columns applies them.
+ * The default expressions of one relation are read from the catalog and
+ * planned once per backend, in their own context, and dropped when the
+ * relation's cache entry is invalidated (ALTER TABLE, DROP EXTENSION).
+ */
+typedef struct JsDefaults
+{
+	Oid			relid;			/* InvalidOid: nothing cached */
+	int			natts;
+	Expr	  **exprs;			/* per column; NULL: the default is NULL */
+	MemoryContext context;
+} JsDefaults;
+
+static JsDefaults js_defaults;
+static bool js_defaults_callback = false;
+
+static void
+JsDefaultsInvalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == js_defaults.relid)
+		js_defaults.relid = InvalidOid;
+}
+
+static const JsDefaults *
+JsDefaultsFor(Relation rel)
+{
+	MemoryContext oldcontext;
+	int			i;
+
+	if (js_defaults.relid == RelationGetRelid(rel))
+		return &js_defaults;
+
+	if (!js_defaults_callback)
+	{
+		CacheRegisterRelcacheCallback(JsDefaultsInvalidate, (Datum) 0);
+		js_defaults_callback = true;
+	}
+	if (js_defaults.context == NULL)
+		js_defaults.context = AllocSetContextCreate(CacheMemoryContext,
+													"job_state column defaults",
+													ALLOCSET_SMALL_SIZES);
+	else
+		MemoryContextReset(js_defaults.context);
+
+	oldcontext = MemoryContextSwitchTo(js_defaults.context);
+	js_defaults.natts = RelationGetNumberOfAttributes(rel);
+	js_defaults.exprs = palloc0(sizeof(Expr *) * js_defaults.natts);
+	for (i = 0; i < js_defaults.natts; i++)
+	{
+		Node	   *expr;
+
+		if (TupleDescAttr(RelationGetDescr(rel), i)->attisdropped)
+			continue;
+		expr = build_column_default(rel, i + 1);
+		if (expr != NULL)
+			js_defaults.exprs[i] = expression_planner((Expr *) expr);
+	}
+	MemoryContextSwitchTo(oldcontext);
+	js_defaults.relid = RelationGetRelid(rel);
+	return &js_defaults;
+}
+
+/*
+ * Fill slot (cleared) with the default of every column whose set[] entry
+ * is false, and NULL in the others for the caller to set; the caller then
+ * stores the virtual tuple.
+ */
+void
+JsRowWriterDefaults(JsRowWriter *w, TupleTableSlot *slot, const bool *set)
+{
+	const JsDefaults *defaults = JsDefaultsFor(w->rri->ri_RelationDesc);
+	ExprContext *econtext = GetPerTupleExprContext(w->estate);
+	MemoryContext oldcontext;
+	int			i;
+
+	ExecClearTuple(slot);
+	oldcontext = MemoryContextSwitchTo(w->estate->es_query_cxt);
+	for (i = 0; i < defaults->natts; i++)
+	{
+		slot->tts_values[i] = (Datum) 0;
+		slot->tts_isnull[i] = true;
+		if (set[i] || defaults->exprs[i] == NULL)
+			continue;
+		slot->tts_values[i] =
+			ExecEvalExprSwitchContext(ExecInitExpr(defaults->exprs[i], NULL),
+									  econtext, &slot->tts_isnull[i]);
+	}
+	MemoryContextSwitchTo(oldcontext);
+}
+
+/*
+ * If a row conflicting with slot on one of the arbiter indexes exists
+ * (the caller's snapshot aside), under REPEATABLE READ and SERIALIZABLE it
+ * must be visible to the transaction's snapshot, as for INSERT ... ON
+ * CONFLICT; one inserted by this transaction always is.
+ */
+static void
+JsCheckConflictVisible(JsRowWriter *w, ItemPointer tid)
+{
+	Relation	rel = w->rri->ri_RelationDesc;
+	TupleTableSlot *existing;
+	bool		isnull;
+
+	if (!IsolationUsesXactSnapshot())
+		return;
+	existing = table_slot_create(rel, NULL);
+	if (!table_tuple_fetch_row_version(rel, tid, SnapshotAny, existing))
+		elog(ERROR, "job_state: conflicting row not found");
+	if (!table_tuple_satisfies_snapshot(rel, existing, w->estate->es_snapshot) &&
+		!TransactionIdIsCurrentTransactionId(
+			DatumGetTransactionId(slot_getsysattr(existing, MinTransactionIdAttributeNumber, &isnull))))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update")));
+	ExecDropSingleTupleTableSlot(existing);
+}
+
+static List *
+JsInsertIndexTuples(JsRowWriter *w, TupleTableSlot *slot, bool noDupErr,
+					bool *specConflict, List *arbiters)
+{
+#if PG_VERSION_NUM >= 160000
+	return ExecInsertIndexTuples(w->rri, slot, w->estate, false, noDupErr,
+								 specConflict, arbiters, false);
+#else
+	return ExecInsertIndexTuples(w->rri, slot, w->estate, false, noDupErr,
+								 specConflict, arbiters);
+#endif
+}
+
+/*
+ * Insert the row in slot as INSERT ... ON CONFLICT DO NOTHING does with
+ * the arbiter indexes (a list of index OIDs; NIL: a plain INSERT): BEFORE
+ * row triggers, constraints, a speculative heap insert confirmed once no
+ * arbiter holds a conflicting entry, every index, and the AFTER row
+ * triggers queued for JsRowWriterEnd.  False when a conflicting row exists
+ * (or a BEFORE trigger skipped the row); nothing is written then.  The
+ * writer must have been begun with speculative = true for arbiters.
+ */
+bool
+JsRowWriterInsert(JsRowWriter *w, TupleTableSlot *slot, List *arbiters)
+{
+	ResultRelInfo *rri = w->rri;
+	EState	   *estate = w->estate;
+	Relation	rel = rri->ri_RelationDesc;
+	List	   *recheck;
+
+	if (rri->ri_TrigDesc && rri->ri_TrigDesc->trig_insert_before_row &&
+		!ExecBRInsertTriggers(estate, rri, slot))
+		return false;
+	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
+		ExecComputeStoredGenerated(rri, estate, slot, CMD_INSERT);
+	if (rel->rd_att->constr)
+		ExecConstraints(rri, slot, estate);
+
+	if (arbiters == NIL)
+	{
+		table_tuple_insert(rel, slot, estate->es_output_cid, 0, NULL);
+		recheck = JsInsertIndexTuples(w, slot, false, NULL, NIL);
+	}
+	else
+	{
+		for (;;)
+		{
+			ItemPointerData conflict;
+			uint32		token;
+			bool		specConflict = false;
+
+			/* a committed (or our own) conflicting row: do nothing */
+			if (!ExecCheckIndexConstraints(rri, slot, estate, &conflict, arbiters))
+			{
+				JsCheckConflictVisible(w, &conflict);
+				return false;
+			}
+
+			/*
+			 * Insert, then check again while inserting the index entries: a
+			 * concurrent insert of the same key makes one of us back out
+			 * its row and start over (and then find the other's).
+			 */
+			token = SpeculativeInsertionLockAcquire(GetCurrentTransactionId());
+			table_tuple_insert_speculative(rel, slot, estate->es_output_cid, 0,
+										   NULL, token);
+			recheck = JsInsertIndexTuples(w, slot, true, &specConflict, arbiters);
+			table_tuple_complete_speculative(rel, slot, token, !specConflict);
+			SpeculativeInsertionLockRelease(GetCurrentTransactionId());
+			if (!specConflict)
+				break;
+			list_free(recheck);
+		}
+	}
+
+	ExecARInsertTriggers(estate, rri, slot, recheck, NULL);
+	list_free(recheck);
+	return true;
 }

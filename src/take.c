@@ -101,83 +101,19 @@ JsTakeClose(JsTake *t)
 	table_close(t->job, NoLock);
 }
 
-/* attribute numbers of job_state.queue, looked up once per relation */
-typedef struct JsQueueColumns
-{
-	Oid			relid;
-	int			id;
-	int			lease;
-	int			max_lease;
-	int			paused;
-	int			concurrency_limit;
-	int			per_key_limit;
-	int			uses_resources;
-} JsQueueColumns;
-
-static JsQueueColumns js_queue_cols;
-
-static const JsQueueColumns *
-JsQueueColumnsFor(Relation rel)
-{
-	if (js_queue_cols.relid == RelationGetRelid(rel))
-		return &js_queue_cols;
-	js_queue_cols.id = JsColumnNumber(rel, "id");
-	js_queue_cols.lease = JsColumnNumber(rel, "lease");
-	js_queue_cols.max_lease = JsColumnNumber(rel, "max_lease");
-	js_queue_cols.paused = JsColumnNumber(rel, "paused");
-	js_queue_cols.concurrency_limit = JsColumnNumber(rel, "concurrency_limit");
-	js_queue_cols.per_key_limit = JsColumnNumber(rel, "per_key_limit");
-	js_queue_cols.uses_resources = JsColumnNumber(rel, "uses_resources");
-	js_queue_cols.relid = RelationGetRelid(rel);
-	return &js_queue_cols;
-}
-
 /*
- * The queue's row: false when there is none.  The lease a claim gives is
- * LEAST(COALESCE(asked, lease), max_lease).
+ * The queue's row: false when there is none.  Read like a statement:
+ * after a command-counter step, under a fresh snapshot.
  */
 bool
 JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q)
 {
-	ScanKeyData key;
-	IndexScanDesc scan;
-	TupleTableSlot *slot = table_slot_create(t->queuerel, NULL);
 	bool		found;
 
-	/* like a statement: see our own earlier writes, under a new snapshot */
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	JsKey(&key, t->queue_pkey, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
-	scan = JsIndexBeginScan(t->queuerel, t->queue_pkey, GetActiveSnapshot(), 1);
-	index_rescan(scan, &key, 1, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	if (found)
-	{
-		const JsQueueColumns *qc = JsQueueColumnsFor(t->queuerel);
-		bool		isnull;
-		Interval   *lease;
-		Interval   *max_lease;
-		bool		uses_resources;
-
-		q->id = DatumGetInt32(slot_getattr(slot, qc->id, &isnull));
-		lease = DatumGetIntervalP(slot_getattr(slot, qc->lease, &isnull));
-		max_lease = DatumGetIntervalP(slot_getattr(slot, qc->max_lease, &isnull));
-		if (asked != NULL)
-			lease = asked;
-		q->lease = *DatumGetIntervalP(DirectFunctionCall2(interval_smaller,
-														  IntervalPGetDatum(lease),
-														  IntervalPGetDatum(max_lease)));
-		q->paused = DatumGetBool(slot_getattr(slot, qc->paused, &isnull));
-		q->queue_limit = DatumGetInt32(slot_getattr(slot, qc->concurrency_limit, &isnull));
-		q->has_queue_limit = !isnull;
-		q->key_limit = DatumGetInt32(slot_getattr(slot, qc->per_key_limit, &isnull));
-		q->has_key_limit = !isnull;
-		uses_resources = DatumGetBool(slot_getattr(slot, qc->uses_resources, &isnull));
-		q->limited = q->has_queue_limit || q->has_key_limit || uses_resources;
-	}
-	index_endscan(scan);
+	found = JsReadQueue(t->queuerel, t->queue_pkey, queue, asked, q);
 	PopActiveSnapshot();
-	ExecDropSingleTupleTableSlot(slot);
 	return found;
 }
 
@@ -333,7 +269,7 @@ JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due)
 	/* like a statement: see our own earlier writes, under a new snapshot */
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	JsRowWriterBegin(&w, t->job);
+	JsRowWriterBegin(&w, t->job, false);
 	locked = table_slot_create(t->job, NULL);
 	newslot = JsRowWriterSlot(&w, &TTSOpsVirtual);
 

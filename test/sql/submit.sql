@@ -77,3 +77,31 @@ SELECT job_id FROM job_state.submit('ord', '{"n": "first"}');
 SELECT job_id FROM job_state.submit('ord', '{"n": "high"}', priority => 10);
 SELECT job_id FROM job_state.submit('ord', '{"n": "second"}');
 SELECT input->>'n' AS n, attempt FROM job_state.claim('ord', 'w', max_jobs => 10);
+
+-- submit writes: refused in a read-only transaction (as on a standby)
+BEGIN READ ONLY;
+SELECT job_id FROM job_state.submit('sub', '{"ro": true}');
+ROLLBACK;
+SELECT count(*) AS read_only_jobs FROM job_state.job WHERE input ? 'ro';
+
+-- the columns submit does not set take the table's defaults, read again
+-- after the table changes
+BEGIN;
+SELECT job_id AS d1 FROM job_state.submit('sub', '{"d": 1}') \gset
+SELECT spent, status, generation, attempts, retries, throttles, cancel_requested,
+       holds_slots, accepted_at = now() AS accepted_now, run_after = now() AS runs_now,
+       submitted_by = current_user AS by_me
+  FROM job_state.job WHERE id = :d1;
+COMMIT;
+ALTER TABLE job_state.job ALTER COLUMN spent SET DEFAULT '{"seeded": 0}';
+SELECT job_id AS d2 FROM job_state.submit('sub', '{"d": 2}') \gset
+ALTER TABLE job_state.job ALTER COLUMN spent SET DEFAULT '{}';
+SELECT job_id AS d3 FROM job_state.submit('sub', '{"d": 3}') \gset
+SELECT id = :d2 AS second, spent FROM job_state.job WHERE id IN (:d2, :d3) ORDER BY id;
+
+-- submit sees what its own transaction wrote before it, even in the same
+-- statement: a queue created just before
+BEGIN;
+SELECT job_state.create_queue('inline_sub') IS NOT NULL AS created,
+       (SELECT created FROM job_state.submit('inline_sub', '{}')) AS submitted;
+ROLLBACK;
