@@ -45,3 +45,6 @@ endif
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# every object includes the shared header (PGXS does not track headers)
+$(OBJS): src/job_state.h src/errcodes.h
