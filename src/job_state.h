@@ -5,12 +5,13 @@
  *
  * Conventions: SQL-callable symbols are js_<sqlname>; helpers are Js*.
  * Every statement on our tables runs through SPI with a plan prepared once
- * per backend (see spi.c).  The three writes of every job's life that a
- * statement's start-up would dominate -- claim taking a job (take.c),
- * succeed (complete.c) and the history row of each change (event.c) -- go
- * through the executor's single-row insert and update instead (rowwrite.c),
- * as logical replication applies rows: triggers, constraints and indexes
- * apply to them exactly as to an INSERT or UPDATE.
+ * per backend (see spi.c).  The writes of every job's life that a
+ * statement's start-up would dominate -- submit inserting it (submit.c),
+ * claim taking it (take.c), succeed (complete.c) and the history row of
+ * each change (event.c) -- go through the executor's single-row insert and
+ * update instead (rowwrite.c), as logical replication applies rows:
+ * triggers, constraints and indexes apply to them exactly as to an INSERT
+ * (ON CONFLICT DO NOTHING, for submit) or UPDATE.
  *
  *-------------------------------------------------------------------------
  */
