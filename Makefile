@@ -19,6 +19,7 @@ OBJS = \
 	src/queue.o \
 	src/sweeper.o \
 	src/notify.o \
+	src/worker.o \
 	src/cron.o \
 	src/schedule.o \
 	src/purge.o \

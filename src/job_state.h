@@ -323,6 +323,13 @@ typedef enum JsNotifyMode
 	JS_NOTIFY_COMMIT			/* the submitting transaction, at commit */
 } JsNotifyMode;
 
+/* worker.c: what the background workers share */
+extern void JsRegisterWorker(const char *name, const char *function, int restart_secs);
+extern void JsWorkerConnect(const char *name);
+extern bool JsExtensionInstalled(void);
+extern bool JsWorkerRound(MemoryContext round_context, const char *activity,
+						  void (*work) (void *arg), void *arg);
+
 /* notify.c */
 extern void JsRegisterNotifier(void);
 extern void JsNotifyNewJob(const char *queue);

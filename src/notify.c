@@ -45,15 +45,12 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
-#include "tcop/tcopprot.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
 
 #include "job_state.h"
 
@@ -98,11 +95,6 @@ static List *xact_queues = NIL;
 static bool callbacks_registered = false;
 
 PGDLLEXPORT void js_notifier_main(Datum main_arg);
-
-static JsPlan installed_plan = {
-	"SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'job_state'",
-	0, {0}
-};
 
 static JsPlan queues_plan = {
 	"SELECT name FROM job_state.queue ORDER BY name",
@@ -151,8 +143,6 @@ JsNotifyShmemStartup(void)
 void
 JsRegisterNotifier(void)
 {
-	BackgroundWorker worker;
-
 #if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = JsNotifyShmemRequest;
@@ -162,18 +152,7 @@ JsRegisterNotifier(void)
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = JsNotifyShmemStartup;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = JS_NOTIFIER_RESTART_SECS;
-	strlcpy(worker.bgw_library_name, "job_state", sizeof(worker.bgw_library_name));
-	strlcpy(worker.bgw_function_name, "js_notifier_main", sizeof(worker.bgw_function_name));
-	strlcpy(worker.bgw_name, JS_NOTIFIER_NAME, sizeof(worker.bgw_name));
-	strlcpy(worker.bgw_type, JS_NOTIFIER_NAME, sizeof(worker.bgw_type));
-	worker.bgw_main_arg = (Datum) 0;
-	worker.bgw_notify_pid = 0;
-	RegisterBackgroundWorker(&worker);
+	JsRegisterWorker(JS_NOTIFIER_NAME, "js_notifier_main", JS_NOTIFIER_RESTART_SECS);
 }
 
 /* Adds one queue to the shared set; the caller holds the lock exclusively. */
@@ -386,60 +365,32 @@ JsNotifierGiveBack(char (*names)[JS_QUEUE_NAME_BYTES], int n)
 	LWLockRelease(notify_shared->lock);
 }
 
-/*
- * One round: NOTIFY for each queue (n >= 0) or for every queue of the
- * database (n = -1), in one transaction.  Returns false if it failed.
- */
-static bool
-JsNotifierRound(char (*names)[JS_QUEUE_NAME_BYTES], int n,
-				MemoryContext round_context)
+/* what a round sends: names[0..n-1], or every queue (n = -1) */
+typedef struct JsNotifyRound
 {
-	volatile bool ok = true;
+	char		(*names)[JS_QUEUE_NAME_BYTES];
+	int			n;
+} JsNotifyRound;
 
-	MemoryContextSwitchTo(round_context);
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PG_TRY();
+/* One round: NOTIFY for each queue, in one transaction. */
+static void
+JsNotifyQueues(void *arg)
+{
+	JsNotifyRound *round = arg;
+	int			i;
+
+	if (round->n >= 0)
 	{
-		int			i;
-
-		pgstat_report_activity(STATE_RUNNING, "NOTIFY job_state");
-		if (n >= 0)
-		{
-			for (i = 0; i < n; i++)
-				Async_Notify("job_state", names[i]);
-		}
-		else
-		{
-			SPI_connect();
-			PushActiveSnapshot(GetTransactionSnapshot());
-			if (JsExecute(&installed_plan, NULL, NULL, true, 1) == 1)
-			{
-				int			queues = JsExecute(&queues_plan, NULL, NULL, true, 0);
-
-				for (i = 0; i < queues; i++)
-					Async_Notify("job_state", JsGetText(i, 1));
-			}
-			SPI_finish();
-			PopActiveSnapshot();
-		}
-		CommitTransactionCommand();
+		for (i = 0; i < round->n; i++)
+			Async_Notify("job_state", round->names[i]);
 	}
-	PG_CATCH();
+	else if (JsExtensionInstalled())
 	{
-		HOLD_INTERRUPTS();
-		EmitErrorReport();
-		AbortCurrentTransaction();
-		FlushErrorState();
-		RESUME_INTERRUPTS();
-		ok = false;
-	}
-	PG_END_TRY();
+		int			queues = JsExecute(&queues_plan, NULL, NULL, true, 0);
 
-	MemoryContextSwitchTo(round_context);
-	pgstat_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
-	return ok;
+		for (i = 0; i < queues; i++)
+			Async_Notify("job_state", JsGetText(i, 1));
+	}
 }
 
 void
@@ -448,13 +399,7 @@ js_notifier_main(Datum main_arg)
 	MemoryContext round_context;
 	char		(*names)[JS_QUEUE_NAME_BYTES];
 
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-
-	BackgroundWorkerInitializeConnection(js_database, NULL, 0);
-	SetConfigOption("application_name", JS_NOTIFIER_NAME,
-					PGC_USERSET, PGC_S_SESSION);
+	JsWorkerConnect(JS_NOTIFIER_NAME);
 
 	/* serve this database; wake every queue once for what was missed */
 	before_shmem_exit(JsNotifierDetach, (Datum) 0);
@@ -477,6 +422,7 @@ js_notifier_main(Datum main_arg)
 
 	for (;;)
 	{
+		JsNotifyRound round;
 		int			n;
 		bool		ok;
 
@@ -499,7 +445,9 @@ js_notifier_main(Datum main_arg)
 			continue;
 		}
 
-		ok = JsNotifierRound(names, n, round_context);
+		round.names = names;
+		round.n = n;
+		ok = JsWorkerRound(round_context, "NOTIFY job_state", JsNotifyQueues, &round);
 		MemoryContextSwitchTo(TopMemoryContext);
 		MemoryContextReset(round_context);
 		if (!ok)

@@ -393,7 +393,11 @@ JsRowWriterInsert(JsRowWriter *w, TupleTableSlot *slot, List *arbiters)
 			bool		specConflict = false;
 
 			/* a committed (or our own) conflicting row: do nothing */
+#if PG_VERSION_NUM >= 180000
+			if (!ExecCheckIndexConstraints(rri, slot, estate, &conflict, NULL, arbiters))
+#else
 			if (!ExecCheckIndexConstraints(rri, slot, estate, &conflict, arbiters))
+#endif
 			{
 				JsCheckConflictVisible(w, &conflict);
 				return false;

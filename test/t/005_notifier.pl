@@ -124,7 +124,7 @@ is(wait_for('idle'), $pid, 'marker received');
 drain();
 is(seen_count('mail'), 0, 'a submit that returns an existing job wakes nobody');
 
-# --- a burst: one notification per interval ---------------------------------
+# --- a burst: one notification per interval (1 s here) ----------------------
 $node->append_conf('postgresql.conf', 'job_state.notify_interval = 1000');
 $node->reload;
 $node->safe_psql('postgres', q{SELECT job_state.submit('idle', '{}')});
