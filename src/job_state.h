@@ -229,11 +229,21 @@ typedef struct JsTaken
 	JsClaimKey	key;
 } JsTaken;
 
+typedef enum JsTakeResult
+{
+	JS_TAKE_SKIPPED,			/* locked by another claimer, gone, not ready */
+	JS_TAKE_THROTTLED,			/* may_start said no; left locked */
+	JS_TAKE_TAKEN				/* started, or failed as used up */
+} JsTakeResult;
+
 extern void JsTakeOpen(JsTake *t);
 extern void JsTakeClose(JsTake *t);
 extern bool JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q);
 extern int	JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due);
 extern bool JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now);
+extern JsTakeResult JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id,
+							  bool holds_slots, bool (*may_start) (void *arg),
+							  void *arg, JsTaken *out);
 
 /* queue.c */
 extern bool JsReadQueue(Relation queuerel, Relation pkey, Datum queue,
@@ -336,20 +346,6 @@ extern void JsNotifyNewJob(const char *queue);
 
 /* output of set-returning functions */
 extern void JsInitMaterialized(FunctionCallInfo fcinfo);
-
-/*
- * Why a ready job may not start (NULL: it may), on the row alias j; the
- * order is attempts, deadline, budget (SPEC 6).
- */
-#define JS_SQL_USED_UP \
-	"CASE WHEN j.max_attempts IS NOT NULL" \
-	"      AND j.attempts OPERATOR(pg_catalog.>=) j.max_attempts" \
-	"     THEN 'attempts_exhausted'" \
-	"     WHEN j.deadline OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()" \
-	"     THEN 'deadline_exceeded'" \
-	"     WHEN j.budget IS NOT NULL" \
-	"      AND job_state.budget_exhausted(j.budget, j.spent)" \
-	"     THEN 'budget_exhausted' END"
 
 /*
  * Lease expiry as CTEs: "expiring" (the running jobs whose lease ran out,

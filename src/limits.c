@@ -24,6 +24,10 @@
  * second's worth, at least 1).  A claimer that finds the row locked by
  * another claimer skips the job: claim returns fewer jobs, never waits.
  *
+ * The slots are found and taken with SQL statements; the job itself is
+ * locked, judged (attempts, deadline, budget) and moved to running without
+ * a statement, by the same code as an unlimited claim (JsTakeJob, take.c).
+ *
  * Locks, in order, per job: a queue slot, a resource slot, a key slot, the
  * job row, the resource's bucket row; all SKIP LOCKED.  A slot taken for a
  * job that could not start is kept for the next one, so a claim holds at
@@ -156,21 +160,6 @@ static JsPlan candidates_resume_plan = {
 	5, {TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}
 };
 
-/* lock one candidate unless another claimer has it; is it used up? */
-static JsPlan lock_job_plan = {
-	"SELECT " JS_SQL_USED_UP
-	"  FROM job_state.job j"
-	"  WHERE j.queue = $1 AND j.id = $2 AND j.status = 'accepted'"
-	"  FOR NO KEY UPDATE SKIP LOCKED",
-	2, {TEXTOID, INT8OID}
-};
-
-static JsPlan used_up_plan = {
-	"UPDATE job_state.job SET status = 'failed', reason = $3"
-	" WHERE queue = $1 AND id = $2 AND status = 'accepted'",
-	3, {TEXTOID, INT8OID, TEXTOID}
-};
-
 /* the resource's limits; no lock */
 static JsPlan resource_plan = {
 	"SELECT concurrency_limit, max_starts_per_second IS NOT NULL"
@@ -193,15 +182,6 @@ static JsPlan take_token_plan = {
 	"  refilled_at = pg_catalog.clock_timestamp()"
 	" WHERE name = $1",
 	2, {TEXTOID, FLOAT8OID}
-};
-
-static JsPlan start_plan = {
-	"UPDATE job_state.job SET status = 'running', reason = NULL, worker = $3,"
-	"  lease_expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4,"
-	"  holds_slots = $5"
-	" WHERE queue = $1 AND id = $2 AND status = 'accepted'"
-	" RETURNING generation, attempts, input, deadline",
-	5, {TEXTOID, INT8OID, TEXTOID, INTERVALOID, BOOLOID}
 };
 
 static JsPlan hold_slot_plan = {
@@ -313,6 +293,13 @@ JsTakeToken(const char *resource)
 	return true;
 }
 
+/* JsTakeToken as JsTakeJob's may_start: arg is the resource's name */
+static bool
+JsTakeTokenFor(void *arg)
+{
+	return JsTakeToken((const char *) arg);
+}
+
 /*
  * One slot-taking claim call: its limits, the slots it has locked, what it
  * took, and the mark (claim_mark.c) it will leave: the last job of the
@@ -325,6 +312,8 @@ typedef struct JsLimitedClaim
 {
 	const char *queue;
 	int32		queue_id;
+	JsTake	   *take;			/* the job table, for JsTakeJob */
+	JsTakeArgs	args;
 	Datum		worker;
 	Datum		lease;
 	int32		max_jobs;
@@ -377,11 +366,9 @@ JsTakeCandidates(JsLimitedClaim *lc, SPITupleTable *cands, int ncand)
 		char	   *resource = SPI_getvalue(row, desc, 2);
 		char	   *key = SPI_getvalue(row, desc, 3);
 		bool		rated = false;
-		char	   *used_up;
-		Datum		start[5];
+		JsTaken		taken;
 		Datum		out[5];
 		bool		outnulls[5] = {false, false, false, false, false};
-		int32		generation;
 
 		/* slots first: one that stays unused is the next job's spare */
 		if (lc->has_queue_limit &&
@@ -399,40 +386,33 @@ JsTakeCandidates(JsLimitedClaim *lc, SPITupleTable *cands, int ncand)
 			continue;
 		}
 
-		/* then the job, unless another claimer has it */
-		start[0] = CStringGetTextDatum(lc->queue);
-		start[1] = Int64GetDatum(job_id);
-		if (JsExecute(&lock_job_plan, start, NULL, false, 0) == 0)
+		/* then the job, unless another claimer has it; a token last */
+		switch (JsTakeJob(lc->take, &lc->args, Int64GetDatum(job_id),
+						  lc->has_queue_limit || lc->resource_slot.n != 0 ||
+						  (lc->has_key_limit && key != NULL),
+						  rated ? JsTakeTokenFor : NULL, resource, &taken))
 		{
+			case JS_TAKE_SKIPPED:
+				JsLimitedMark(lc, row, desc);
+				continue;
+			case JS_TAKE_THROTTLED:
+				lc->unbroken = false;
+				continue;
+			case JS_TAKE_TAKEN:
+				break;
+		}
+		if (!taken.started)
+		{
+			/* failed as used up: the slots stay for the next job */
 			JsLimitedMark(lc, row, desc);
 			continue;
 		}
-		used_up = JsGetText(0, 1);
-		if (used_up != NULL)
-		{
-			start[2] = CStringGetTextDatum(used_up);
-			JsExecute(&used_up_plan, start, NULL, false, 0);
-			JsLimitedMark(lc, row, desc);
-			continue;
-		}
-		if (rated && !JsTakeToken(resource))
-		{
-			lc->unbroken = false;
-			continue;
-		}
 
-		start[2] = lc->worker;
-		start[3] = lc->lease;
-		start[4] = BoolGetDatum(lc->has_queue_limit || lc->resource_slot.n != 0 ||
-								(lc->has_key_limit && key != NULL));
-		if (JsExecute(&start_plan, start, NULL, false, 0) != 1)
-			elog(ERROR, "job_state: job %lld changed under its row lock", (long long) job_id);
-
-		generation = JsGetInt32(0, 1, NULL);
 		out[1] = Int64GetDatum(job_id);
-		out[2] = Int32GetDatum(JsGetInt32(0, 2, NULL));
-		out[3] = JsGetDatumCopy(0, 3, &outnulls[3]);
-		out[4] = JsGetDatumCopy(0, 4, &outnulls[4]);
+		out[2] = Int32GetDatum(taken.attempts);
+		out[3] = taken.input;
+		out[4] = taken.deadline;
+		outnulls[4] = taken.deadline_null;
 
 		if (lc->has_queue_limit)
 			JsHoldSlot(&lc->queue_slot, job_id, lc->queue);
@@ -442,7 +422,7 @@ JsTakeCandidates(JsLimitedClaim *lc, SPITupleTable *cands, int ncand)
 			JsHoldSlot(&lc->key_slot, job_id, lc->queue);
 
 		/* minting may run SPI (first use of the secret): after the reads */
-		out[0] = ClaimTokenGetDatum(JsTokenMint(job_id, generation, lc->queue_id));
+		out[0] = ClaimTokenGetDatum(JsTokenMint(job_id, taken.generation, lc->queue_id));
 		tuplestore_putvalues(lc->rsinfo->setResult, lc->rsinfo->setDesc, out, outnulls);
 		lc->claimed++;
 		JsLimitedMark(lc, row, desc);
@@ -462,6 +442,7 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
 				  bool has_key_limit, int32 key_limit, ReturnSetInfo *rsinfo)
 {
 	JsLimitedClaim lc = {0};
+	JsTake		take;
 	TimestampTz now = GetCurrentTimestamp();
 	int32		asked = Min(max_jobs * 4 + 16, 10000);
 	JsClaimKey	mark;
@@ -479,6 +460,12 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
 	lc.has_key_limit = has_key_limit;
 	lc.key_limit = key_limit;
 	lc.rsinfo = rsinfo;
+	JsTakeOpen(&take);
+	lc.take = &take;
+	lc.args.queue = CStringGetTextDatum(queue);
+	lc.args.worker = worker;
+	lc.args.lease = DatumGetIntervalP(lease);
+	lc.args.now = now;
 
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = Int32GetDatum(asked);
@@ -498,6 +485,7 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
 		ncand = JsExecute(&candidates_plan, values, NULL, false, 0);
 		JsTakeCandidates(&lc, SPI_tuptable, ncand);
 	}
+	JsTakeClose(&take);
 	JsClaimMarkSet(job_relid, queue, now, from_head,
 				   lc.marked ? &lc.mark : NULL);
 	return lc.claimed;

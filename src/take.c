@@ -141,12 +141,16 @@ JsUsedUp(const JsJobColumns *cols, TupleTableSlot *slot)
 }
 
 /*
- * Lock the job the scan stands on and move it; false when it was skipped
- * (locked by another claimer, gone, or no longer ready).
+ * Lock the job at t->scanslot's tid and move it: JS_TAKE_SKIPPED when it
+ * was passed over (locked by another claimer, gone, or no longer ready).
+ * A job that may start is first offered to may_start, if given (the
+ * limited path's start token): false leaves it locked and unchanged,
+ * JS_TAKE_THROTTLED.  holds_slots is written with the move to running.
  */
-static bool
+static JsTakeResult
 JsTakeOne(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
-		  TupleTableSlot *locked, TupleTableSlot *newslot, JsTaken *out)
+		  TupleTableSlot *locked, TupleTableSlot *newslot, bool holds_slots,
+		  bool (*may_start) (void *arg), void *arg, JsTaken *out)
 {
 	const JsJobColumns *cols = t->cols;
 	ItemPointerData tid = t->scanslot->tts_tid;
@@ -155,15 +159,17 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
 
 	/* SKIP LOCKED: a job another claimer holds is passed over */
 	if (!JsLockRow(w, &tid, locked, LockWaitSkip))
-		return false;
+		return JS_TAKE_SKIPPED;
 
 	/* the locked version may be newer than the one scanned: check it again */
 	JsRowWriterCopy(newslot, locked);
 	if (DatumGetObjectId(locked->tts_values[cols->status - 1]) != cols->status_oids[JS_ACCEPTED] ||
 		DatumGetTimestampTz(locked->tts_values[cols->run_after - 1]) > args->now)
-		return false;
+		return JS_TAKE_SKIPPED;
 
 	why = JsUsedUp(cols, locked);
+	if (why == NULL && may_start != NULL && !may_start(arg))
+		return JS_TAKE_THROTTLED;
 	newslot->tts_values[cols->status - 1] =
 		ObjectIdGetDatum(cols->status_oids[why == NULL ? JS_RUNNING : JS_FAILED]);
 	newslot->tts_values[cols->reason - 1] = why == NULL ? (Datum) 0 : CStringGetTextDatum(why);
@@ -176,6 +182,8 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
 								TimestampTzGetDatum(GetCurrentTimestamp()),
 								IntervalPGetDatum(args->lease));
 	newslot->tts_isnull[cols->lease_expires_at - 1] = why != NULL;
+	newslot->tts_values[cols->holds_slots - 1] = BoolGetDatum(holds_slots && why == NULL);
+	newslot->tts_isnull[cols->holds_slots - 1] = false;
 	ExecStoreVirtualTuple(newslot);
 
 	/* the job trigger bumps generation and attempts: read them after */
@@ -190,7 +198,7 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
 	out->key.priority = DatumGetInt32(slot_getattr(newslot, cols->priority, &isnull));
 	out->key.run_after = DatumGetTimestampTz(slot_getattr(newslot, cols->run_after, &isnull));
 	out->key.id = out->job_id;
-	return true;
+	return JS_TAKE_TAKEN;
 }
 
 /* queue = $1 [AND priority <op> the mark's] AND run_after <= now */
@@ -240,7 +248,8 @@ JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
 	while (taken < room &&
 		   index_getnext_slot(scan, ForwardScanDirection, t->scanslot))
 	{
-		if (JsTakeOne(t, args, w, locked, newslot, &out[taken]))
+		if (JsTakeOne(t, args, w, locked, newslot, false, NULL, NULL,
+					  &out[taken]) == JS_TAKE_TAKEN)
 			taken++;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -303,6 +312,48 @@ JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due)
 	JsRowWriterEnd(&w);			/* the AFTER triggers: history */
 	PopActiveSnapshot();
 	return taken;
+}
+
+/*
+ * Take one job of the queue by its id, for the limited path (limits.c),
+ * which has found it among the candidates and holds the slots it needs:
+ * the same steps as for a job of the ready-index walk (JsTakeOne), with
+ * may_start asked between the lock and the move.
+ */
+JsTakeResult
+JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id, bool holds_slots,
+		  bool (*may_start) (void *arg), void *arg, JsTaken *out)
+{
+	Relation	pkey = index_open(JsOwnRelid("job_pkey"), AccessShareLock);
+	JsTakeResult result = JS_TAKE_SKIPPED;
+	JsRowWriter w;
+	TupleTableSlot *locked;
+	TupleTableSlot *newslot;
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	bool		found;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	JsRowWriterBegin(&w, t->job, false);
+	locked = table_slot_create(t->job, NULL);
+	newslot = JsRowWriterSlot(&w, &TTSOpsVirtual);
+
+	JsKey(&keys[0], pkey, 1, BTEqualStrategyNumber, F_TEXTEQ, args->queue);
+	JsKey(&keys[1], pkey, 2, BTEqualStrategyNumber, F_INT8EQ, id);
+	scan = JsIndexBeginScan(t->job, pkey, GetActiveSnapshot(), 2);
+	index_rescan(scan, keys, 2, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, t->scanslot);
+	index_endscan(scan);
+	if (found)
+		result = JsTakeOne(t, args, &w, locked, newslot, holds_slots,
+						   may_start, arg, out);
+
+	ExecDropSingleTupleTableSlot(locked);
+	JsRowWriterEnd(&w);			/* the AFTER triggers: history */
+	PopActiveSnapshot();
+	index_close(pkey, NoLock);
+	return result;
 }
 
 /*

@@ -80,3 +80,17 @@ SELECT count(*) AS burst5 FROM job_state.claim('rate5', 'w', max_jobs => 10);
 -- a resource with both limits, and one without a rate: the bucket row is not touched
 SELECT job_state.create_resource('both', 1, 100);
 SELECT tokens AS model_x_tokens FROM job_state.resource WHERE name = 'model-x';
+
+-- a limited queue judges its jobs as claim does elsewhere: a job past its
+-- deadline or out of attempts is failed with the reason and holds no slot;
+-- the slot taken for it goes to the next job, which holds it
+SELECT job_state.create_queue('lim_used', concurrency_limit => 1);
+SELECT job_id AS lu1 FROM job_state.submit('lim_used', '{"n": 1}', deadline => clock_timestamp() + interval '50 ms') \gset
+SELECT job_id AS lu2 FROM job_state.submit('lim_used', '{"n": 2}', max_attempts => 1) \gset
+SELECT job_id AS lu3 FROM job_state.submit('lim_used', '{"n": 3}') \gset
+UPDATE job_state.job SET attempts = 1 WHERE id = :lu2;
+SELECT pg_sleep(0.1);
+SELECT job_id = :lu3 AS third_started FROM job_state.claim('lim_used', 'w', max_jobs => 3);
+SELECT id = :lu1 AS first, status, reason, holds_slots FROM job_state.job
+ WHERE queue = 'lim_used' ORDER BY id;
+SELECT job_id = :lu3 AS held_by_third FROM job_state.slot WHERE scope = 'lim_used';
