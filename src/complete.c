@@ -76,12 +76,7 @@ JsCompletionBegin(JsCompletion *c, const char *what)
 	c->rel = table_open(JsOwnRelid("job"), RowExclusiveLock);
 	c->pkey = index_open(JsOwnRelid("job_pkey"), RowExclusiveLock);
 	c->cols = JsJobColumnsFor(c->rel);
-	/* like a statement: see our own earlier writes, under a new snapshot */
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	JsRowWriterBegin(&c->w, c->rel, false);
-	c->locked = table_slot_create(c->rel, NULL);
-	c->newslot = JsRowWriterSlot(&c->w, &TTSOpsVirtual);
+	JsRowWriterBeginUpdate(&c->w, c->rel, &c->locked, &c->newslot);
 }
 
 /* false: the token is stale (or its job gone) */
@@ -113,9 +108,7 @@ JsSucceedOne(JsCompletion *c, Datum queue, Datum id, int32 generation,
 static void
 JsCompletionEnd(JsCompletion *c)
 {
-	ExecDropSingleTupleTableSlot(c->locked);
-	JsRowWriterEnd(&c->w);
-	PopActiveSnapshot();
+	JsRowWriterEndUpdate(&c->w, c->locked);
 	index_close(c->pkey, NoLock);
 	table_close(c->rel, NoLock);
 }

@@ -134,6 +134,9 @@ extern void JsRowWriterBegin(JsRowWriter *w, Relation rel, bool speculative);
 extern void JsRowWriterCopy(TupleTableSlot *newslot, TupleTableSlot *locked);
 extern TupleTableSlot *JsRowWriterSlot(JsRowWriter *w, const TupleTableSlotOps *ops);
 extern void JsRowWriterEnd(JsRowWriter *w);
+extern void JsRowWriterBeginUpdate(JsRowWriter *w, Relation rel,
+								   TupleTableSlot **locked, TupleTableSlot **newslot);
+extern void JsRowWriterEndUpdate(JsRowWriter *w, TupleTableSlot *locked);
 extern void JsRowWriterDefaults(JsRowWriter *w, TupleTableSlot *slot, const bool *set);
 extern bool JsRowWriterInsert(JsRowWriter *w, TupleTableSlot *slot, List *arbiters);
 extern bool JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,

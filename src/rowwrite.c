@@ -96,6 +96,32 @@ JsRowWriterBegin(JsRowWriter *w, Relation rel, bool speculative)
 	AfterTriggerBeginQuery();
 }
 
+/*
+ * Begin writing like an UPDATE statement of rows the caller locks: after a
+ * command-counter step, under a new snapshot (see our own earlier writes),
+ * with *locked for a row as locked and *newslot for its new version.
+ * JsRowWriterEndUpdate ends it.
+ */
+void
+JsRowWriterBeginUpdate(JsRowWriter *w, Relation rel, TupleTableSlot **locked,
+					   TupleTableSlot **newslot)
+{
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	JsRowWriterBegin(w, rel, false);
+	*locked = table_slot_create(rel, NULL);
+	*newslot = JsRowWriterSlot(w, &TTSOpsVirtual);
+}
+
+/* the AFTER row triggers (history), then free everything */
+void
+JsRowWriterEndUpdate(JsRowWriter *w, TupleTableSlot *locked)
+{
+	ExecDropSingleTupleTableSlot(locked);
+	JsRowWriterEnd(w);
+	PopActiveSnapshot();
+}
+
 /* a relation of job_state's own schema */
 Oid
 JsOwnRelid(const char *name)

@@ -58,6 +58,14 @@
 
 #include "job_state.h"
 
+/* one step of taking jobs: the writer and its slots */
+typedef struct JsTakeStep
+{
+	JsRowWriter w;
+	TupleTableSlot *locked;		/* the job as locked */
+	TupleTableSlot *newslot;	/* its new version */
+} JsTakeStep;
+
 /* a scan of the ready index */
 typedef struct JsReadyScan
 {
@@ -148,11 +156,13 @@ JsUsedUp(const JsJobColumns *cols, TupleTableSlot *slot)
  * JS_TAKE_THROTTLED.  holds_slots is written with the move to running.
  */
 static JsTakeResult
-JsTakeOne(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
-		  TupleTableSlot *locked, TupleTableSlot *newslot, bool holds_slots,
+JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step, bool holds_slots,
 		  bool (*may_start) (void *arg), void *arg, JsTaken *out)
 {
 	const JsJobColumns *cols = t->cols;
+	JsRowWriter *w = &step->w;
+	TupleTableSlot *locked = step->locked;
+	TupleTableSlot *newslot = step->newslot;
 	ItemPointerData tid = t->scanslot->tts_tid;
 	bool		isnull;
 	const char *why;
@@ -236,8 +246,7 @@ JsAfterMarkKey(JsReadyScan *rs, const JsClaimKey *mark)
 
 /* walk one ready-index scan, taking up to room jobs into out */
 static int
-JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
-			   TupleTableSlot *locked, TupleTableSlot *newslot,
+JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
 			   JsReadyScan *rs, int room, JsTaken *out)
 {
 	IndexScanDesc scan;
@@ -248,8 +257,7 @@ JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
 	while (taken < room &&
 		   index_getnext_slot(scan, ForwardScanDirection, t->scanslot))
 	{
-		if (JsTakeOne(t, args, w, locked, newslot, false, NULL, NULL,
-					  &out[taken]) == JS_TAKE_TAKEN)
+		if (JsTakeOne(t, args, step, false, NULL, NULL, &out[taken]) == JS_TAKE_TAKEN)
 			taken++;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -267,20 +275,13 @@ JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsRowWriter *w,
 int
 JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due)
 {
-	JsRowWriter w;
-	TupleTableSlot *locked;
-	TupleTableSlot *newslot;
+	JsTakeStep	step;
 	JsReadyScan scans[3];
 	int			nscans;
 	int			taken = 0;
 	int			i;
 
-	/* like a statement: see our own earlier writes, under a new snapshot */
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	JsRowWriterBegin(&w, t->job, false);
-	locked = table_slot_create(t->job, NULL);
-	newslot = JsRowWriterSlot(&w, &TTSOpsVirtual);
+	JsRowWriterBeginUpdate(&step.w, t->job, &step.locked, &step.newslot);
 
 	/*
 	 * Keys in attribute order: queue = $1, then the priority bound of a
@@ -303,14 +304,12 @@ JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due)
 		nscans = 3;
 	}
 	for (i = 0; i < nscans && taken < args->asked; i++)
-		taken += JsTakeFromScan(t, args, &w, locked, newslot, &scans[i],
+		taken += JsTakeFromScan(t, args, &step, &scans[i],
 								args->asked - taken, out + taken);
 
 	*expiry_due = JsLeaseExpiryDue(t, args->queue, args->now);
 
-	ExecDropSingleTupleTableSlot(locked);
-	JsRowWriterEnd(&w);			/* the AFTER triggers: history */
-	PopActiveSnapshot();
+	JsRowWriterEndUpdate(&step.w, step.locked);
 	return taken;
 }
 
@@ -326,18 +325,12 @@ JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id, bool holds_slots,
 {
 	Relation	pkey = index_open(JsOwnRelid("job_pkey"), AccessShareLock);
 	JsTakeResult result = JS_TAKE_SKIPPED;
-	JsRowWriter w;
-	TupleTableSlot *locked;
-	TupleTableSlot *newslot;
+	JsTakeStep	step;
 	ScanKeyData keys[2];
 	IndexScanDesc scan;
 	bool		found;
 
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	JsRowWriterBegin(&w, t->job, false);
-	locked = table_slot_create(t->job, NULL);
-	newslot = JsRowWriterSlot(&w, &TTSOpsVirtual);
+	JsRowWriterBeginUpdate(&step.w, t->job, &step.locked, &step.newslot);
 
 	JsKey(&keys[0], pkey, 1, BTEqualStrategyNumber, F_TEXTEQ, args->queue);
 	JsKey(&keys[1], pkey, 2, BTEqualStrategyNumber, F_INT8EQ, id);
@@ -346,12 +339,9 @@ JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id, bool holds_slots,
 	found = index_getnext_slot(scan, ForwardScanDirection, t->scanslot);
 	index_endscan(scan);
 	if (found)
-		result = JsTakeOne(t, args, &w, locked, newslot, holds_slots,
-						   may_start, arg, out);
+		result = JsTakeOne(t, args, &step, holds_slots, may_start, arg, out);
 
-	ExecDropSingleTupleTableSlot(locked);
-	JsRowWriterEnd(&w);			/* the AFTER triggers: history */
-	PopActiveSnapshot();
+	JsRowWriterEndUpdate(&step.w, step.locked);
 	index_close(pkey, NoLock);
 	return result;
 }
