@@ -313,9 +313,9 @@ JsDefaultsFor(Relation rel)
 }
 
 /*
- * Fill slot (cleared) with the default of every column whose set[] entry
- * is false, and NULL in the others for the caller to set; the caller then
- * stores the virtual tuple.
+ * Give every column of slot whose set[] entry is false its default (NULL
+ * where it has none).  The caller has cleared the slot and set the other
+ * columns; it then stores the virtual tuple.
  */
 void
 JsRowWriterDefaults(JsRowWriter *w, TupleTableSlot *slot, const bool *set)
@@ -325,17 +325,17 @@ JsRowWriterDefaults(JsRowWriter *w, TupleTableSlot *slot, const bool *set)
 	MemoryContext oldcontext;
 	int			i;
 
-	ExecClearTuple(slot);
 	oldcontext = MemoryContextSwitchTo(w->estate->es_query_cxt);
 	for (i = 0; i < defaults->natts; i++)
 	{
+		if (set[i])
+			continue;
 		slot->tts_values[i] = (Datum) 0;
 		slot->tts_isnull[i] = true;
-		if (set[i] || defaults->exprs[i] == NULL)
-			continue;
-		slot->tts_values[i] =
-			ExecEvalExprSwitchContext(ExecInitExpr(defaults->exprs[i], NULL),
-									  econtext, &slot->tts_isnull[i]);
+		if (defaults->exprs[i] != NULL)
+			slot->tts_values[i] =
+				ExecEvalExprSwitchContext(ExecInitExpr(defaults->exprs[i], NULL),
+										  econtext, &slot->tts_isnull[i]);
 	}
 	MemoryContextSwitchTo(oldcontext);
 }

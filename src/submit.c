@@ -151,14 +151,7 @@ JsSubmitInsert(FunctionCallInfo fcinfo, Datum submitter, int64 *job_id,
 	JsRowWriterBegin(&w, job, has_key);
 	slot = JsRowWriterSlot(&w, &TTSOpsVirtual);
 	set = palloc0(sizeof(bool) * slot->tts_tupleDescriptor->natts);
-	set[cols->queue - 1] = set[cols->idempotency_key - 1] = set[cols->input - 1] =
-		set[cols->input_hash - 1] = set[cols->priority - 1] =
-		set[cols->max_attempts - 1] = set[cols->deadline - 1] =
-		set[cols->budget - 1] = set[cols->resource - 1] =
-		set[cols->concurrency_key - 1] = set[cols->submitted_by - 1] = true;
-	if (!PG_ARGISNULL(ARG_RUN_AFTER))
-		set[cols->run_after - 1] = true;
-	JsRowWriterDefaults(&w, slot, set);
+	ExecClearTuple(slot);
 
 	JsSetArg(fcinfo, slot, set, cols->queue, ARG_QUEUE);
 	JsSetArg(fcinfo, slot, set, cols->idempotency_key, ARG_KEY);
@@ -170,6 +163,7 @@ JsSubmitInsert(FunctionCallInfo fcinfo, Datum submitter, int64 *job_id,
 	JsSetColumn(slot, set, cols->priority,
 				PG_ARGISNULL(ARG_PRIORITY) ? Int32GetDatum(0) : PG_GETARG_DATUM(ARG_PRIORITY),
 				false);
+	/* run_after: the column's default, now(), unless given */
 	if (!PG_ARGISNULL(ARG_RUN_AFTER))
 		JsSetArg(fcinfo, slot, set, cols->run_after, ARG_RUN_AFTER);
 	if (!PG_ARGISNULL(ARG_MAX_ATTEMPTS))
@@ -182,6 +176,7 @@ JsSubmitInsert(FunctionCallInfo fcinfo, Datum submitter, int64 *job_id,
 	JsSetArg(fcinfo, slot, set, cols->resource, ARG_RESOURCE);
 	JsSetArg(fcinfo, slot, set, cols->concurrency_key, ARG_CONCURRENCY_KEY);
 	JsSetColumn(slot, set, cols->submitted_by, submitter, false);
+	JsRowWriterDefaults(&w, slot, set);
 	ExecStoreVirtualTuple(slot);
 
 	inserted = JsRowWriterInsert(&w, slot,
