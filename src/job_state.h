@@ -192,6 +192,7 @@ typedef struct JsTake
 	Relation	lease;			/* job_lease */
 	Relation	queuerel;
 	Relation	queue_pkey;
+	Relation	pkey;			/* job_pkey, opened by JsTakeJob when needed */
 	const JsJobColumns *cols;
 	TupleTableSlot *scanslot;
 } JsTake;

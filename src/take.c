@@ -94,6 +94,7 @@ JsTakeOpen(JsTake *t)
 	t->lease = index_open(JsOwnRelid("job_lease"), RowExclusiveLock);
 	t->queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
 	t->queue_pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
+	t->pkey = NULL;
 	t->cols = JsJobColumnsFor(t->job);
 	t->scanslot = table_slot_create(t->job, NULL);
 }
@@ -102,6 +103,8 @@ void
 JsTakeClose(JsTake *t)
 {
 	ExecDropSingleTupleTableSlot(t->scanslot);
+	if (t->pkey != NULL)
+		index_close(t->pkey, NoLock);
 	index_close(t->queue_pkey, NoLock);
 	table_close(t->queuerel, NoLock);
 	index_close(t->lease, NoLock);
@@ -323,18 +326,19 @@ JsTakeResult
 JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id, bool holds_slots,
 		  bool (*may_start) (void *arg), void *arg, JsTaken *out)
 {
-	Relation	pkey = index_open(JsOwnRelid("job_pkey"), AccessShareLock);
 	JsTakeResult result = JS_TAKE_SKIPPED;
 	JsTakeStep	step;
 	ScanKeyData keys[2];
 	IndexScanDesc scan;
 	bool		found;
 
+	if (t->pkey == NULL)
+		t->pkey = index_open(JsOwnRelid("job_pkey"), AccessShareLock);
 	JsRowWriterBeginUpdate(&step.w, t->job, &step.locked, &step.newslot);
 
-	JsKey(&keys[0], pkey, 1, BTEqualStrategyNumber, F_TEXTEQ, args->queue);
-	JsKey(&keys[1], pkey, 2, BTEqualStrategyNumber, F_INT8EQ, id);
-	scan = JsIndexBeginScan(t->job, pkey, GetActiveSnapshot(), 2);
+	JsKey(&keys[0], t->pkey, 1, BTEqualStrategyNumber, F_TEXTEQ, args->queue);
+	JsKey(&keys[1], t->pkey, 2, BTEqualStrategyNumber, F_INT8EQ, id);
+	scan = JsIndexBeginScan(t->job, t->pkey, GetActiveSnapshot(), 2);
 	index_rescan(scan, keys, 2, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, t->scanslot);
 	index_endscan(scan);
@@ -342,7 +346,6 @@ JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id, bool holds_slots,
 		result = JsTakeOne(t, args, &step, holds_slots, may_start, arg, out);
 
 	JsRowWriterEndUpdate(&step.w, step.locked);
-	index_close(pkey, NoLock);
 	return result;
 }
 
