@@ -79,10 +79,13 @@ JsCompletionBegin(JsCompletion *c, const char *what)
 	JsRowWriterBeginUpdate(&c->w, c->rel, &c->locked, &c->newslot);
 }
 
-/* false: the token is stale (or its job gone) */
+/*
+ * Lock the job and check the token's fence on the locked version: its
+ * generation, and running (or unknown: a late completion).  Then newslot
+ * holds a copy to change.  False: the token is stale (or its job gone).
+ */
 static bool
-JsSucceedOne(JsCompletion *c, Datum queue, Datum id, int32 generation,
-			 Datum result, bool result_null)
+JsLockFenced(JsCompletion *c, Datum queue, Datum id, int32 generation)
 {
 	const JsJobColumns *cols = c->cols;
 	Oid			status;
@@ -91,9 +94,19 @@ JsSucceedOne(JsCompletion *c, Datum queue, Datum id, int32 generation,
 		return false;
 	JsRowWriterCopy(c->newslot, c->locked);
 	status = DatumGetObjectId(c->newslot->tts_values[cols->status - 1]);
-	if (DatumGetInt32(c->newslot->tts_values[cols->generation - 1]) != generation ||
-		(status != cols->status_oids[JS_RUNNING] &&
-		 status != cols->status_oids[JS_UNKNOWN]))
+	return DatumGetInt32(c->newslot->tts_values[cols->generation - 1]) == generation &&
+		(status == cols->status_oids[JS_RUNNING] ||
+		 status == cols->status_oids[JS_UNKNOWN]);
+}
+
+/* false: the token is stale (or its job gone) */
+static bool
+JsSucceedOne(JsCompletion *c, Datum queue, Datum id, int32 generation,
+			 Datum result, bool result_null)
+{
+	const JsJobColumns *cols = c->cols;
+
+	if (!JsLockFenced(c, queue, id, generation))
 		return false;
 	c->newslot->tts_values[cols->status - 1] = ObjectIdGetDatum(cols->status_oids[JS_SUCCEEDED]);
 	c->newslot->tts_values[cols->result - 1] = result;
@@ -271,59 +284,31 @@ js_succeed_many(PG_FUNCTION_ARGS)
 }
 
 /*
- * fail
+ * fail: the job is locked and fenced as for succeed; the outcome is
+ * decided in C from the locked version and the queue's retry policy
+ * (retry.c, budget.c) and written through the same single-row update.
  */
-static JsPlan fail_read_plan = {
-	"SELECT j.attempts, j.max_attempts, j.deadline, j.retries,"
-	"  j.cancel_requested, j.budget, j.spent, q.max_retries,"
-	"  q.retry_interval, q.backoff_rate, q.max_delay,"
-	"  q.jitter OPERATOR(pg_catalog.=) 'full', j.status::pg_catalog.text"
-	" FROM job_state.job j JOIN job_state.queue q ON q.name = j.queue"
-	" WHERE j.queue = $1 AND j.id = $2 AND j.generation = $3"
-	"  AND j.status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
-	" FOR NO KEY UPDATE OF j",
-	3, {TEXTOID, INT8OID, INT4OID}
-};
-
-/*
- * $4 status, $5 reason, $6 error, $7 class, $8 run_after, $9 +retries,
- * $10 +throttles, $11 the status it had (read under the row lock).
- */
-static JsPlan fail_write_plan = {
-	"UPDATE job_state.job SET status = $4::job_state.status,"
-	"  reason = CASE WHEN $4 = 'cancelled' THEN reason ELSE $5 END,"
-	"  last_error = $6, error_class = $7::job_state.error_class,"
-	"  run_after = COALESCE($8, run_after),"
-	"  retries = retries OPERATOR(pg_catalog.+) $9,"
-	"  throttles = throttles OPERATOR(pg_catalog.+) $10"
-	" WHERE queue = $1 AND id = $2 AND generation = $3"
-	"  AND status = $11::job_state.status"
-	" RETURNING status",
-	11, {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
-	TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID}
-};
-
 Datum
 js_fail(PG_FUNCTION_ARGS)
 {
 	JsClaimToken *token;
 	const char *queue;
-	char	   *class;
-	Datum		values[11];
-	char		nulls[11];
-	bool		isnull;
-	const char *status;
+	Datum		class = PG_GETARG_DATUM(1);
+	char	   *class_name;
+	Datum		fence[3];
+	JsCompletion c;
+	const JsJobColumns *cols;
+	Datum	   *values;
+	bool	   *nulls;
+	JsStatus	to;
 	const char *reason = NULL;
-	TimestampTz run_after = 0;
 	bool		retry = false;
-	bool		throttled;
-	Datum		result;
+	TimestampTz run_after = 0;
 
 	JsRefuseNull(fcinfo, 0, "token");
 	JsRefuseNull(fcinfo, 1, "class");
 	token = PG_GETARG_CLAIM_TOKEN(0);
-	class = JsEnumLabel(PG_GETARG_DATUM(1));
-	throttled = strcmp(class, "throttled") == 0;
+	class_name = JsEnumLabel(class);
 	if (!PG_ARGISNULL(3))
 	{
 		Interval   *after = PG_GETARG_INTERVAL_P(3);
@@ -336,90 +321,103 @@ js_fail(PG_FUNCTION_ARGS)
 	}
 
 	SPI_connect();
-	queue = JsTokenFence(token, values);
-	memset(nulls, ' ', sizeof(nulls));
-	if (JsExecute(&fail_read_plan, values, nulls, false, 0) != 1)
-		JsRefuseToken(queue, token, "fail");
-	values[10] = CStringGetTextDatum(JsGetText(0, 13));
-
-	if (strcmp(class, "permanent") == 0)
+	queue = JsTokenFence(token, fence);
+	JsCompletionBegin(&c, "fail()");
+	if (!JsLockFenced(&c, fence[0], fence[1], token->generation))
 	{
-		status = "failed";
+		JsCompletionEnd(&c);
+		JsRefuseToken(queue, token, "fail");
+	}
+	cols = c.cols;
+	values = c.newslot->tts_values;
+	nulls = c.newslot->tts_isnull;
+
+	if (strcmp(class_name, "permanent") == 0)
+	{
+		to = JS_FAILED;
 		reason = "permanent_error";
 	}
-	else if (strcmp(class, "unknown") == 0)
+	else if (strcmp(class_name, "unknown") == 0)
 	{
-		status = "unknown";
+		to = JS_UNKNOWN;
 		reason = "outcome_unknown";
 	}
 	else
 	{
-		int32		attempts = JsGetInt32(0, 1, NULL);
-		bool		no_max;
-		int32		max_attempts = JsGetInt32(0, 2, &no_max);
-		bool		no_deadline;
-		TimestampTz deadline = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-																 SPI_tuptable->tupdesc,
-																 3, &no_deadline));
-		int32		retries = JsGetInt32(0, 4, NULL);
-		Datum		budget = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &isnull);
-		bool		no_budget = isnull;
-		Datum		spent = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull);
-		int32		max_retries = JsGetInt32(0, 8, NULL);
+		int32		attempts = DatumGetInt32(values[cols->attempts - 1]);
+		int32		retries = DatumGetInt32(values[cols->retries - 1]);
+		Relation	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
+		Relation	queue_pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
+		JsQueueOptions q;
 		Interval   *wait;
+
+		if (!JsReadQueue(queuerel, queue_pkey, fence[0], NULL, &q))
+			elog(ERROR, "job_state: queue \"%s\" of job %lld is missing",
+				 queue, (long long) token->job_id);
+		index_close(queue_pkey, NoLock);
+		table_close(queuerel, NoLock);
 
 		if (!PG_ARGISNULL(3))
 			wait = PG_GETARG_INTERVAL_P(3);
 		else
-			wait = JsRetryDelay(DatumGetIntervalP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 9, &isnull)),
-								DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 10, &isnull)),
-								DatumGetIntervalP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 11, &isnull)),
-								JsGetBool(0, 12),
-								retries + 1);
+			wait = JsRetryDelay(&q.retry_interval, q.backoff_rate, &q.max_delay,
+								q.full_jitter, retries + 1);
 		run_after = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
 															TimestampTzGetDatum(GetCurrentTimestamp()),
 															IntervalPGetDatum(wait)));
 
 		/* exhaustion, in the order attempts, deadline, budget, retries */
-		if (!no_max && attempts >= max_attempts)
+		if (!nulls[cols->max_attempts - 1] &&
+			attempts >= DatumGetInt32(values[cols->max_attempts - 1]))
 			reason = "attempts_exhausted";
-		else if (!no_deadline && run_after >= deadline)
+		else if (!nulls[cols->deadline - 1] &&
+				 run_after >= DatumGetTimestampTz(values[cols->deadline - 1]))
 			reason = "deadline_exceeded";
-		else if (!no_budget &&
-				 JsBudgetExhaustedMeter(DatumGetJsonbP(budget), DatumGetJsonbP(spent)) != NULL)
+		else if (!nulls[cols->budget - 1] &&
+				 JsBudgetExhaustedMeter(DatumGetJsonbP(values[cols->budget - 1]),
+										DatumGetJsonbP(values[cols->spent - 1])) != NULL)
 			reason = "budget_exhausted";
-		else if (retries >= max_retries)
+		else if (retries >= q.max_retries)
 			reason = "retries_exhausted";
 		else
 			retry = true;
-		status = retry ? "accepted" : "failed";
+
+		to = retry ? JS_ACCEPTED : JS_FAILED;
 	}
 
-	/* a requested cancel wins over anything but an unknown outcome */
-	if (JsGetBool(0, 5) && strcmp(status, "unknown") != 0)
+	/*
+	 * A requested cancel wins over anything but an unknown outcome; the
+	 * reason the cancel gave stays.
+	 */
+	if (DatumGetBool(values[cols->cancel_requested - 1]) && to != JS_UNKNOWN)
 	{
-		status = "cancelled";
+		to = JS_CANCELLED;
 		retry = false;
 	}
-
-	values[3] = CStringGetTextDatum(status);
-	if (reason != NULL)
-		values[4] = CStringGetTextDatum(reason);
 	else
-		nulls[4] = 'n';
-	values[5] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-	nulls[5] = PG_ARGISNULL(2) ? 'n' : ' ';
-	values[6] = CStringGetTextDatum(class);
-	values[7] = TimestampTzGetDatum(run_after);
-	nulls[7] = retry ? ' ' : 'n';
-	values[8] = Int32GetDatum(retry ? 1 : 0);
-	values[9] = Int32GetDatum(retry && throttled ? 1 : 0);
+	{
+		values[cols->reason - 1] = reason != NULL ? CStringGetTextDatum(reason) : (Datum) 0;
+		nulls[cols->reason - 1] = reason == NULL;
+	}
+	if (retry)
+	{
+		values[cols->run_after - 1] = TimestampTzGetDatum(run_after);
+		values[cols->retries - 1] = Int32GetDatum(DatumGetInt32(values[cols->retries - 1]) + 1);
+		if (strcmp(class_name, "throttled") == 0)
+			values[cols->throttles - 1] =
+				Int32GetDatum(DatumGetInt32(values[cols->throttles - 1]) + 1);
+	}
 
-	if (JsExecute(&fail_write_plan, values, nulls, false, 0) != 1)
-		JsRefuseToken(queue, token, "fail");
-	result = JsGetDatumCopy(0, 1, &isnull);
+	values[cols->status - 1] = ObjectIdGetDatum(cols->status_oids[to]);
+	values[cols->last_error - 1] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[cols->last_error - 1] = PG_ARGISNULL(2);
+	values[cols->error_class - 1] = class;
+	nulls[cols->error_class - 1] = false;
+	ExecStoreVirtualTuple(c.newslot);
+	ExecSimpleRelationUpdate(c.w.rri, c.w.estate, &c.w.epqstate, c.locked, c.newslot);
+	JsCompletionEnd(&c);
 	SPI_finish();
-	PG_RETURN_DATUM(result);
+	PG_RETURN_DATUM(ObjectIdGetDatum(cols->status_oids[to]));
 }
 
 /*

@@ -126,6 +126,8 @@ JsJobColumnsFor(Relation rel)
 	js_cols.input = JsColumnNumber(rel, "input");
 	js_cols.input_hash = JsColumnNumber(rel, "input_hash");
 	js_cols.result = JsColumnNumber(rel, "result");
+	js_cols.last_error = JsColumnNumber(rel, "last_error");
+	js_cols.error_class = JsColumnNumber(rel, "error_class");
 	js_cols.reason = JsColumnNumber(rel, "reason");
 	js_cols.deadline = JsColumnNumber(rel, "deadline");
 	js_cols.max_attempts = JsColumnNumber(rel, "max_attempts");

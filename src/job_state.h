@@ -74,6 +74,8 @@ typedef struct JsJobColumns
 	int			input;
 	int			input_hash;
 	int			result;
+	int			last_error;
+	int			error_class;
 	int			reason;
 	int			deadline;
 	int			max_attempts;
@@ -209,6 +211,12 @@ typedef struct JsQueueOptions
 	int32		queue_limit;
 	bool		has_key_limit;
 	int32		key_limit;
+	/* the retry policy (fail) */
+	Interval	retry_interval;
+	double		backoff_rate;
+	int32		max_retries;
+	Interval	max_delay;
+	bool		full_jitter;
 } JsQueueOptions;
 
 typedef struct JsTakeArgs

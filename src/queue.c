@@ -3,7 +3,7 @@
  * queue.c
  *	  Queue administration: create_queue, alter_queue, pause_queue and
  *	  resume_queue; and reading a queue's options without a statement, for
- *	  claim and submit (JsReadQueue).
+ *	  claim, submit and fail (JsReadQueue).
  *
  * Options are checked here, with 22023 and a message that names the
  * option; the table's CHECK constraints repeat the rules for raw SQL.
@@ -41,6 +41,11 @@ typedef struct JsQueueColumns
 	int			concurrency_limit;
 	int			per_key_limit;
 	int			uses_resources;
+	int			retry_interval;
+	int			backoff_rate;
+	int			max_retries;
+	int			max_delay;
+	int			jitter;
 } JsQueueColumns;
 
 static JsQueueColumns js_queue_cols;
@@ -58,6 +63,11 @@ JsQueueColumnsFor(Relation rel)
 	js_queue_cols.concurrency_limit = JsColumnNumber(rel, "concurrency_limit");
 	js_queue_cols.per_key_limit = JsColumnNumber(rel, "per_key_limit");
 	js_queue_cols.uses_resources = JsColumnNumber(rel, "uses_resources");
+	js_queue_cols.retry_interval = JsColumnNumber(rel, "retry_interval");
+	js_queue_cols.backoff_rate = JsColumnNumber(rel, "backoff_rate");
+	js_queue_cols.max_retries = JsColumnNumber(rel, "max_retries");
+	js_queue_cols.max_delay = JsColumnNumber(rel, "max_delay");
+	js_queue_cols.jitter = JsColumnNumber(rel, "jitter");
 	js_queue_cols.relid = RelationGetRelid(rel);
 	return &js_queue_cols;
 }
@@ -88,6 +98,7 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
 		Interval   *lease;
 		Interval   *max_lease;
 		bool		uses_resources;
+		text	   *jitter;
 
 		q->id = DatumGetInt32(slot_getattr(slot, qc->id, &isnull));
 		lease = DatumGetIntervalP(slot_getattr(slot, qc->lease, &isnull));
@@ -106,6 +117,14 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
 		q->has_key_limit = !isnull;
 		uses_resources = DatumGetBool(slot_getattr(slot, qc->uses_resources, &isnull));
 		q->limited = q->has_queue_limit || q->has_key_limit || uses_resources;
+		/* NOT NULL columns */
+		q->retry_interval = *DatumGetIntervalP(slot_getattr(slot, qc->retry_interval, &isnull));
+		q->backoff_rate = DatumGetFloat8(slot_getattr(slot, qc->backoff_rate, &isnull));
+		q->max_retries = DatumGetInt32(slot_getattr(slot, qc->max_retries, &isnull));
+		q->max_delay = *DatumGetIntervalP(slot_getattr(slot, qc->max_delay, &isnull));
+		jitter = DatumGetTextPP(slot_getattr(slot, qc->jitter, &isnull));
+		q->full_jitter = VARSIZE_ANY_EXHDR(jitter) == 4 &&
+			memcmp(VARDATA_ANY(jitter), "full", 4) == 0;
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);

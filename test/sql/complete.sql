@@ -116,7 +116,8 @@ SELECT job_state.cancel(job_state.token_job(:'c2'));
 SELECT cancel_requested FROM job_state.heartbeat(:'c1');
 SELECT job_state.fail(:'c1', 'transient');
 SELECT job_state.succeed(:'c2', '{"done": 1}');
-SELECT id, status, reason, cancel_requested FROM job_state.job WHERE queue = 'cx' ORDER BY id;
+SELECT id, status, reason, cancel_requested, error_class, retries, run_after = accepted_at AS not_delayed
+  FROM job_state.job WHERE queue = 'cx' ORDER BY id;
 
 -- the history of a job, written by the statements themselves or by the
 -- trigger, once per change, whatever the path
@@ -139,3 +140,19 @@ SELECT job_id AS h3 FROM job_state.submit('hist', '{"n": 3}') \gset
 SELECT job_state.succeed(token) FROM job_state.claim('hist', 'w5');
 RESET job_state.track_events;
 SELECT count(*) AS events_of_h3 FROM job_state.job_event WHERE job_id = :h3;
+
+-- a late fail with the current generation resolves unknown as well: a
+-- throttled one is retried and counted as a throttle
+SELECT job_state.create_queue('lf', retry_interval => '1 hour', max_delay => '1 hour',
+       jitter => 'none');
+SELECT job_id FROM job_state.submit('lf', '{"n": 1}');
+SELECT token AS lf FROM job_state.claim('lf', 'w') \gset
+UPDATE job_state.job SET lease_expires_at = clock_timestamp() - interval '1 s' WHERE queue = 'lf';
+SELECT job_state.sweep() >= 1 AS swept;
+SELECT status, reason FROM job_state.job WHERE queue = 'lf';
+SELECT job_state.fail(:'lf', 'throttled', '{"msg": "late 429"}');
+SELECT status, reason, error_class, last_error, retries, throttles, generation,
+       round(extract(epoch FROM run_after - clock_timestamp()) / 60) AS wait_min
+  FROM job_state.job WHERE queue = 'lf';
+-- and the token is spent
+SELECT job_state.fail(:'lf', 'transient');
