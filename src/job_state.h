@@ -140,7 +140,15 @@ extern void JsRowWriterBeginUpdate(JsRowWriter *w, Relation rel,
 								   TupleTableSlot **locked, TupleTableSlot **newslot);
 extern void JsRowWriterEndUpdate(JsRowWriter *w, TupleTableSlot *locked);
 extern void JsRowWriterDefaults(JsRowWriter *w, TupleTableSlot *slot, const bool *set);
-extern bool JsRowWriterInsert(JsRowWriter *w, TupleTableSlot *slot, List *arbiters);
+typedef enum JsInsertResult
+{
+	JS_INSERTED,
+	JS_INSERT_CONFLICT,			/* an arbiter index holds the key */
+	JS_INSERT_SKIPPED			/* a BEFORE row trigger returned NULL */
+} JsInsertResult;
+
+extern JsInsertResult JsRowWriterInsert(JsRowWriter *w, TupleTableSlot *slot,
+										List *arbiters);
 extern bool JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 					  LockWaitPolicy wait);
 extern bool JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,

@@ -5,8 +5,9 @@
  *	  single-row insert and update of execReplication.c need.
  *
  * Logical replication applies rows this way, and so do we where starting a
- * statement would cost more than the row itself: history rows (event.c) and
- * the jobs a claim takes (take.c).  The executor's single-row calls fire
+ * statement would cost more than the row itself: history rows (event.c),
+ * the jobs a claim takes (take.c), completions (complete.c) and submits
+ * (submit.c).  The executor's single-row calls fire
  * the table's row triggers, check its constraints and maintain all its
  * indexes, exactly as an INSERT or UPDATE does; the AFTER row triggers they
  * queue fire when the writer ends, as at the end of a statement.
@@ -385,11 +386,11 @@ JsInsertIndexTuples(JsRowWriter *w, TupleTableSlot *slot, bool noDupErr,
  * the arbiter indexes (a list of index OIDs; NIL: a plain INSERT): BEFORE
  * row triggers, constraints, a speculative heap insert confirmed once no
  * arbiter holds a conflicting entry, every index, and the AFTER row
- * triggers queued for JsRowWriterEnd.  False when a conflicting row exists
- * (or a BEFORE trigger skipped the row); nothing is written then.  The
- * writer must have been begun with speculative = true for arbiters.
+ * triggers queued for JsRowWriterEnd.  Nothing is written when a
+ * conflicting row exists or a BEFORE trigger skipped the row.  The writer
+ * must have been begun with speculative = true for arbiters.
  */
-bool
+JsInsertResult
 JsRowWriterInsert(JsRowWriter *w, TupleTableSlot *slot, List *arbiters)
 {
 	ResultRelInfo *rri = w->rri;
@@ -399,7 +400,7 @@ JsRowWriterInsert(JsRowWriter *w, TupleTableSlot *slot, List *arbiters)
 
 	if (rri->ri_TrigDesc && rri->ri_TrigDesc->trig_insert_before_row &&
 		!ExecBRInsertTriggers(estate, rri, slot))
-		return false;
+		return JS_INSERT_SKIPPED;
 	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
 		ExecComputeStoredGenerated(rri, estate, slot, CMD_INSERT);
 	if (rel->rd_att->constr)
@@ -426,7 +427,7 @@ JsRowWriterInsert(JsRowWriter *w, TupleTableSlot *slot, List *arbiters)
 #endif
 			{
 				JsCheckConflictVisible(w, &conflict);
-				return false;
+				return JS_INSERT_CONFLICT;
 			}
 
 			/*
@@ -448,5 +449,5 @@ JsRowWriterInsert(JsRowWriter *w, TupleTableSlot *slot, List *arbiters)
 
 	ExecARInsertTriggers(estate, rri, slot, recheck, NULL);
 	list_free(recheck);
-	return true;
+	return JS_INSERTED;
 }

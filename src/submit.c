@@ -137,6 +137,7 @@ JsSubmitInsert(FunctionCallInfo fcinfo, Datum submitter, int64 *job_id,
 	JsRowWriter w;
 	TupleTableSlot *slot;
 	bytea	   *empty_hash;
+	JsInsertResult result;
 	bool		inserted;
 
 	CommandCounterIncrement();
@@ -179,8 +180,15 @@ JsSubmitInsert(FunctionCallInfo fcinfo, Datum submitter, int64 *job_id,
 	JsRowWriterDefaults(&w, slot, set);
 	ExecStoreVirtualTuple(slot);
 
-	inserted = JsRowWriterInsert(&w, slot,
-								 has_key ? list_make1_oid(JsOwnRelid("job_idempotency_key")) : NIL);
+	result = JsRowWriterInsert(&w, slot,
+							   has_key ? list_make1_oid(JsOwnRelid("job_idempotency_key")) : NIL);
+	if (result == JS_INSERT_SKIPPED)
+		ereport(ERROR,
+				(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
+				 errmsg("submit stored no job"),
+				 errdetail("A BEFORE INSERT trigger on job_state.job returned NULL for the new job."),
+				 errhint("A trigger on job_state.job must not skip the rows job_state writes; raise an error to refuse a job.")));
+	inserted = result == JS_INSERTED;
 	if (inserted)
 	{
 		bool		isnull;

@@ -105,3 +105,20 @@ BEGIN;
 SELECT job_state.create_queue('inline_sub') IS NOT NULL AS created,
        (SELECT created FROM job_state.submit('inline_sub', '{}')) AS submitted;
 ROLLBACK;
+
+-- a BEFORE INSERT trigger that skips the job: submit refuses (09000)
+-- instead of answering with a job that was never stored
+CREATE FUNCTION skip_job() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN RETURN NULL; END $$;
+CREATE TRIGGER skip_job BEFORE INSERT ON job_state.job
+	FOR EACH ROW WHEN (NEW.input ? 'skip') EXECUTE FUNCTION skip_job();
+\set VERBOSITY default
+SELECT job_id FROM job_state.submit('sub', '{"skip": 1}');
+\set VERBOSITY sqlstate
+SELECT job_id FROM job_state.submit('sub', '{"skip": 2}', idempotency_key => 'skip-2');
+SELECT created FROM job_state.submit('sub', '{"kept": 1}', idempotency_key => 'kept-1');
+DROP TRIGGER skip_job ON job_state.job;
+DROP FUNCTION skip_job();
+SELECT count(*) FILTER (WHERE input ? 'skip') AS skipped_stored,
+       count(*) FILTER (WHERE input ? 'kept') AS kept_stored
+  FROM job_state.job WHERE queue = 'sub';
