@@ -6,11 +6,13 @@
  *	  unknown job), redrive (run a failed/unknown/cancelled job again) and
  *	  cancel.
  *
- * Every UPDATE here carries the token's generation and the statuses it
- * acts on (running, or unknown: a late completion that carries the current
- * generation resolves it) in its own WHERE clause, so a stale worker, a
- * sweeper or a re-claim can never be overwritten.  fail locks the row
- * first, decides in C (retry.c, budget.c) and writes with the same fence.
+ * A worker's completion (succeed, succeed_many, fail) locks its job and
+ * checks the token's fence on the locked version: the generation, and the
+ * statuses it acts on (running, or unknown: a late completion that carries
+ * the current generation resolves it), so a stale worker, a sweeper or a
+ * re-claim can never be overwritten.  fail decides in C (retry.c,
+ * budget.c).  The operator's calls are UPDATE statements that carry the
+ * statuses they act on in their WHERE clause.
  *
  * Locks: the job's row lock.
  *
@@ -50,7 +52,7 @@ JsEnumLabel(Datum value)
 }
 
 /*
- * succeed and succeed_many write without a statement (rowwrite.c): each
+ * succeed, succeed_many and fail write without a statement (rowwrite.c): each
  * job is found by primary key and locked, the fence (generation; running,
  * or unknown for a late completion that carries the current generation)
  * is checked on the locked version, as an UPDATE's WHERE clause would be,

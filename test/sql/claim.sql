@@ -112,10 +112,13 @@ BEGIN READ ONLY;
 SELECT count(*) FROM job_state.claim('short', 'w');
 ROLLBACK;
 SELECT status FROM job_state.job WHERE id = :ro_job_id;
--- and so does succeed
+-- and so do succeed and fail
 SELECT token AS ro_t FROM job_state.claim('short', 'w') \gset
 BEGIN READ ONLY;
 SELECT job_state.succeed(:'ro_t');
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT job_state.fail(:'ro_t', 'permanent');
 ROLLBACK;
 SELECT status FROM job_state.job WHERE id = :ro_job_id;
 -- claim sees what its own transaction wrote before it, even in the same
