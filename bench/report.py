@@ -4,7 +4,10 @@
 Per point (suite, condition, mode, clients, sync commit):
   jobs/s      median over repetitions of pgbench tps x jobs per script
   ratio       that median / the median of the mode's floor at the same point
-              (floor for claim modes, floor_insert for submit, floor_cycle for js_cycle)
+              (floor for claim modes, floor_insert for submit, floor_cycle for js_cycle);
+              the notes add the ratio of each repetition to the floor's run of the
+              same repetition (runs are interleaved), which shows how far one run
+              can be from the median
   min/max 5-s lowest / highest 5-second slice (pgbench --progress=5) over all repetitions
   db check    median of (jobs the database saw finish) / (pgbench transactions x jobs per script)
   waiting     lowest count of waiting jobs left after a run (the backlog must never run dry)
@@ -104,6 +107,14 @@ def table(suite, rs, with_cond):
         notes = []
         if mode in UNIT:
             notes.append(UNIT[mode])
+        if fl and (cond, fl, clients, sync) in g:
+            # runs are interleaved: repetition r of the mode ran next to
+            # repetition r of its floor, on the same machine conditions
+            fr = {r["rep"]: float(r["jobs_s"]) for r in g[(cond, fl, clients, sync)] if not r["error"]}
+            per = [float(r["jobs_s"]) / fr[r["rep"]] for r in sorted(g[k], key=lambda r: int(r["rep"]))
+                   if not r["error"] and fr.get(r["rep"])]
+            if len(per) > 1:
+                notes.append("per-run ratios " + " ".join(f"{x:.2f}" for x in per))
         if mode in ("job_state", "job_state_limited") and (cond, "floor_same_writes", clients, sync) in pts:
             fw = pts[(cond, "floor_same_writes", clients, sync)]["median"]
             if fw and p["median"] is not None:
