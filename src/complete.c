@@ -354,8 +354,12 @@ js_fail(PG_FUNCTION_ARGS)
 		Interval   *wait;
 
 		if (!JsReadQueue(queuerel, queue_pkey, fence[0], NULL, &q))
-			elog(ERROR, "job_state: queue \"%s\" of job %lld is missing",
-				 queue, (long long) token->job_id);
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+					 errmsg("queue \"%s\" does not exist", queue),
+					 errdetail("Job %lld belongs to queue \"%s\", whose row was deleted; its retry policy is gone with it.",
+							   (long long) token->job_id, queue),
+					 errhint("Fail the job with class permanent or unknown, which need no retry policy.")));
 		index_close(queue_pkey, NoLock);
 		table_close(queuerel, NoLock);
 

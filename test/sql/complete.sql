@@ -156,3 +156,20 @@ SELECT status, reason, error_class, last_error, retries, throttles, generation,
   FROM job_state.job WHERE queue = 'lf';
 -- and the token is spent
 SELECT job_state.fail(:'lf', 'transient');
+
+-- a retry needs the queue's policy: with the queue row deleted (raw SQL,
+-- restore mode) a transient fail is JS008; a permanent one needs no policy
+SELECT job_state.create_queue('gone');
+SELECT count(*) FROM (SELECT job_state.submit('gone', jsonb_build_object('n', i)) FROM generate_series(1, 2) i) s;
+SELECT token AS g1 FROM job_state.claim('gone', 'w') \gset
+SELECT token AS g2 FROM job_state.claim('gone', 'w') \gset
+SELECT cancel_requested FROM job_state.heartbeat(:'g1');
+BEGIN;
+SET LOCAL job_state.restore = on;
+DELETE FROM job_state.queue WHERE name = 'gone';
+COMMIT;
+\set VERBOSITY default
+SELECT job_state.fail(:'g1', 'transient');
+\set VERBOSITY sqlstate
+SELECT job_state.fail(:'g2', 'permanent');
+SELECT status, reason FROM job_state.job WHERE queue = 'gone' ORDER BY id;
