@@ -151,6 +151,8 @@ extern JsInsertResult JsRowWriterInsert(JsRowWriter *w, TupleTableSlot *slot,
 										List *arbiters);
 extern bool JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 					  LockWaitPolicy wait);
+extern bool JsFindJob(Relation rel, Relation pkey, Datum queue, Datum id,
+					  TupleTableSlot *slot);
 extern bool JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
 					  TupleTableSlot *slot);
 

@@ -222,19 +222,16 @@ JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 }
 
 /*
- * Find job (queue, id) by the job table's primary key under the active
- * snapshot and lock it (JsLockRow, waiting).  False when the job is not
- * there (any more).
+ * Find job (queue, id) of rel by its primary key pkey under the active
+ * snapshot, into slot.  False when the job is not there (any more).
  */
 bool
-JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
+JsFindJob(Relation rel, Relation pkey, Datum queue, Datum id,
 		  TupleTableSlot *slot)
 {
-	Relation	rel = w->rri->ri_RelationDesc;
 	ScanKeyData keys[2];
 	IndexScanDesc scan;
 	bool		found;
-	ItemPointerData tid;
 
 	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
 						   pkey->rd_indcollation[0], F_TEXTEQ, queue);
@@ -244,7 +241,20 @@ JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
 	index_rescan(scan, keys, 2, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	index_endscan(scan);
-	if (!found)
+	return found;
+}
+
+/*
+ * Find job (queue, id) (JsFindJob) and lock it (JsLockRow, waiting).
+ * False when the job is not there (any more).
+ */
+bool
+JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
+		  TupleTableSlot *slot)
+{
+	ItemPointerData tid;
+
+	if (!JsFindJob(w->rri->ri_RelationDesc, pkey, queue, id, slot))
 		return false;
 	tid = slot->tts_tid;
 	return JsLockRow(w, &tid, slot, LockWaitBlock);

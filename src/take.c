@@ -328,21 +328,11 @@ JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id, bool holds_slots,
 {
 	JsTakeResult result = JS_TAKE_SKIPPED;
 	JsTakeStep	step;
-	ScanKeyData keys[2];
-	IndexScanDesc scan;
-	bool		found;
 
 	if (t->pkey == NULL)
 		t->pkey = index_open(JsOwnRelid("job_pkey"), AccessShareLock);
 	JsRowWriterBeginUpdate(&step.w, t->job, &step.locked, &step.newslot);
-
-	JsKey(&keys[0], t->pkey, 1, BTEqualStrategyNumber, F_TEXTEQ, args->queue);
-	JsKey(&keys[1], t->pkey, 2, BTEqualStrategyNumber, F_INT8EQ, id);
-	scan = JsIndexBeginScan(t->job, t->pkey, GetActiveSnapshot(), 2);
-	index_rescan(scan, keys, 2, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, t->scanslot);
-	index_endscan(scan);
-	if (found)
+	if (JsFindJob(t->job, t->pkey, args->queue, id, t->scanslot))
 		result = JsTakeOne(t, args, &step, holds_slots, may_start, arg, out);
 
 	JsRowWriterEndUpdate(&step.w, step.locked);
