@@ -1,6 +1,6 @@
 -- floor_insert_same_writes: submit's writes by hand-written SQL.  One job
 -- row with a fresh idempotency key in a table shaped like job_state.job
--- (same six indexes, the unique key among them; ON CONFLICT DO NOTHING as
+-- (same five indexes, the unique key among them; ON CONFLICT DO NOTHING as
 -- submit does) and its history row, in one statement.  No queue lookup, no
 -- input hash (a 32-byte constant of SHA-256's size), no trigger, no
 -- function call, no NOTIFY.

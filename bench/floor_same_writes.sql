@@ -1,5 +1,5 @@
 -- floor_same_writes: job_state's writes by hand-written SQL.  Claim moves one
--- job of a table shaped like job_state.job (same six indexes) to running and
+-- job of a table shaped like job_state.job (same five indexes) to running and
 -- writes its history row; done, in a second transaction, moves it to
 -- succeeded and writes another.  No fencing check beyond the WHERE clause,
 -- no trigger, no function call.

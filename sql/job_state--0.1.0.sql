@@ -211,7 +211,6 @@ CREATE INDEX job_ready ON job_state.job (queue, priority DESC, run_after, id)
 	WHERE status = 'accepted';
 CREATE INDEX job_lease ON job_state.job (queue, lease_expires_at)
 	WHERE status = 'running';
-CREATE INDEX job_id ON job_state.job (id);
 CREATE INDEX job_finished ON job_state.job (queue, finished_at)
 	WHERE status IN ('succeeded', 'failed', 'cancelled', 'unknown');
 

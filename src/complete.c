@@ -427,7 +427,65 @@ js_fail(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The operator calls below name a job by id alone.  The job table has no
+ * index on id by itself (every claim and completion would have to write an
+ * entry in it), so the job's queue is found first by probing the primary
+ * key (queue, id) once per queue, a handful of index descents for the usual
+ * few queues; the statements that follow name the whole key.
+ */
+static JsPlan job_queue_plan = {
+	"SELECT queue FROM job_state.job"
+	" WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT name FROM job_state.queue))"
+	"  AND id = $1",
+	1, {INT8OID}
+};
+
+static JsPlan job_status_plan = {
+	"SELECT status::pg_catalog.text FROM job_state.job WHERE queue = $2 AND id = $1",
+	2, {INT8OID, TEXTOID}
+};
+
+static void
+JsJobNotFound(int64 job_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+			 errmsg("job %lld does not exist", (long long) job_id)));
+}
+
+/* The queue of job job_id (in SPI memory); JS008 when there is no such job. */
+static Datum
+JsJobQueue(int64 job_id)
+{
+	Datum		id = Int64GetDatum(job_id);
+	bool		isnull;
+
+	if (JsExecute(&job_queue_plan, &id, NULL, false, 1) == 0)
+		JsJobNotFound(job_id);
+	return PointerGetDatum(DatumGetTextPCopy(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc,
+														   1, &isnull)));
+}
+
+/*
+ * The status of a job a statement found no row of: JS008 when the job has
+ * gone meanwhile (purged or deleted).
+ */
+static char *
+JsJobStatus(int64 job_id, Datum queue)
+{
+	Datum		values[2];
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = queue;
+	if (JsExecute(&job_status_plan, values, NULL, false, 1) == 0)
+		JsJobNotFound(job_id);
+	return JsGetText(0, 1);
+}
+
+/*
  * reconcile: an operator resolves an unknown job.
+ * $1 id, $2 outcome, $3 detail, $4 queue
  */
 static JsPlan reconcile_plan = {
 	"UPDATE job_state.job SET status = $2::job_state.status,"
@@ -438,13 +496,8 @@ static JsPlan reconcile_plan = {
 	"               ELSE last_error END,"
 	"  run_after = CASE WHEN $2 = 'accepted' THEN pg_catalog.now()"
 	"              ELSE run_after END"
-	" WHERE id = $1 AND status = 'unknown'",
-	3, {INT8OID, TEXTOID, JSONBOID}
-};
-
-static JsPlan job_status_plan = {
-	"SELECT status::pg_catalog.text FROM job_state.job WHERE id = $1",
-	1, {INT8OID}
+	" WHERE queue = $4 AND id = $1 AND status = 'unknown'",
+	4, {INT8OID, TEXTOID, JSONBOID, TEXTOID}
 };
 
 Datum
@@ -452,8 +505,8 @@ js_reconcile(PG_FUNCTION_ARGS)
 {
 	int64		job_id;
 	char	   *outcome;
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 
 	JsRefuseNull(fcinfo, 0, "job_id");
 	JsRefuseNull(fcinfo, 1, "outcome");
@@ -471,19 +524,14 @@ js_reconcile(PG_FUNCTION_ARGS)
 	values[1] = CStringGetTextDatum(outcome);
 	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
 	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	values[3] = JsJobQueue(job_id);
 	if (JsExecute(&reconcile_plan, values, nulls, false, 0) == 0)
-	{
-		if (JsExecute(&job_status_plan, values, NULL, false, 1) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-					 errmsg("job %lld does not exist", (long long) job_id)));
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 				 errmsg("job %lld is %s, not unknown", (long long) job_id,
-						JsGetText(0, 1)),
+						JsJobStatus(job_id, values[3])),
 				 errdetail("Only a job whose outcome is unknown can be reconciled."),
 				 errhint("Use job_state.redrive() to run a failed or cancelled job again.")));
-	}
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -495,12 +543,12 @@ js_reconcile(PG_FUNCTION_ARGS)
  * generation, so every older token dies at once.
  */
 static JsPlan redrive_read_plan = {
-	"SELECT status::pg_catalog.text, budget FROM job_state.job WHERE id = $1"
-	" FOR NO KEY UPDATE",
-	1, {INT8OID}
+	"SELECT status::pg_catalog.text, budget FROM job_state.job"
+	" WHERE queue = $2 AND id = $1 FOR NO KEY UPDATE",
+	2, {INT8OID, TEXTOID}
 };
 
-/* $1 id, $2 extra attempts, $3 extra budget, $4 new deadline */
+/* $1 id, $2 extra attempts, $3 extra budget, $4 new deadline, $5 queue */
 static JsPlan redrive_plan = {
 	"UPDATE job_state.job SET status = 'accepted', retries = 0, reason = NULL,"
 	"  run_after = pg_catalog.now(),"
@@ -512,10 +560,10 @@ static JsPlan redrive_plan = {
 	"      OPERATOR(pg_catalog.+) e.value::pg_catalog.text::pg_catalog.numeric) END)"
 	"    FROM pg_catalog.jsonb_each(budget) b"
 	"    LEFT JOIN pg_catalog.jsonb_each($3) e ON e.key = b.key) END"
-	" WHERE id = $1"
+	" WHERE queue = $5 AND id = $1"
 	"  AND status OPERATOR(pg_catalog.=) ANY ('{failed,unknown,cancelled}'::job_state.status[])"
 	" RETURNING attempts, max_attempts, deadline, budget, spent",
-	4, {INT8OID, INT4OID, JSONBOID, TIMESTAMPTZOID}
+	5, {INT8OID, INT4OID, JSONBOID, TIMESTAMPTZOID, TEXTOID}
 };
 
 Datum
@@ -524,8 +572,9 @@ js_redrive(PG_FUNCTION_ARGS)
 	int64		job_id;
 	int32		extra_attempts;
 	char	   *status;
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum		queue;
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 	bool		no_max;
 	int32		attempts;
@@ -548,11 +597,11 @@ js_redrive(PG_FUNCTION_ARGS)
 		JsCheckBudget(PG_GETARG_JSONB_P(2));
 
 	SPI_connect();
+	queue = JsJobQueue(job_id);
 	values[0] = Int64GetDatum(job_id);
+	values[1] = queue;
 	if (JsExecute(&redrive_read_plan, values, NULL, false, 0) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-				 errmsg("job %lld does not exist", (long long) job_id)));
+		JsJobNotFound(job_id);
 	status = JsGetText(0, 1);
 	if (strcmp(status, "failed") != 0 && strcmp(status, "unknown") != 0 &&
 		strcmp(status, "cancelled") != 0)
@@ -572,6 +621,7 @@ js_redrive(PG_FUNCTION_ARGS)
 	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
 	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
 	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
+	values[4] = queue;
 	if (JsExecute(&redrive_plan, values, nulls, false, 0) != 1)
 		elog(ERROR, "job_state: job %lld changed under its row lock", (long long) job_id);
 
@@ -600,17 +650,17 @@ static JsPlan cancel_plan = {
 	"           ELSE 'cancelled' END::job_state.status,"
 	"  cancel_requested = (status = 'running'),"
 	"  reason = COALESCE($2, 'cancelled')"
-	" WHERE id = $1"
+	" WHERE queue = $3 AND id = $1"
 	"  AND status OPERATOR(pg_catalog.=) ANY ('{accepted,running,unknown}'::job_state.status[])",
-	2, {INT8OID, TEXTOID}
+	3, {INT8OID, TEXTOID, TEXTOID}
 };
 
 Datum
 js_cancel(PG_FUNCTION_ARGS)
 {
 	int64		job_id;
-	Datum		values[2];
-	char		nulls[2] = {' ', ' '};
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
 	bool		result = true;
 
 	JsRefuseNull(fcinfo, 0, "job_id");
@@ -620,14 +670,9 @@ js_cancel(PG_FUNCTION_ARGS)
 	values[0] = Int64GetDatum(job_id);
 	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
+	values[2] = JsJobQueue(job_id);
 	if (JsExecute(&cancel_plan, values, nulls, false, 0) == 0)
-	{
-		if (JsExecute(&job_status_plan, values, NULL, false, 1) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-					 errmsg("job %lld does not exist", (long long) job_id)));
-		result = strcmp(JsGetText(0, 1), "cancelled") == 0;
-	}
+		result = strcmp(JsJobStatus(job_id, values[2]), "cancelled") == 0;
 	SPI_finish();
 	PG_RETURN_BOOL(result);
 }

@@ -79,3 +79,23 @@ SELECT job_state.cancel(:k);
 SELECT created FROM job_state.submit('op', '{"k": 2}', 'again');
 SELECT job_state.purge('0') AS purged;
 SELECT created FROM job_state.submit('op', '{"k": 2}', 'again');
+
+-- by id alone: the job table has no index on id by itself; the calls find
+-- a job's queue through the primary key (queue, id), one probe per queue,
+-- and never read the table sequentially
+SELECT job_state.create_queue('op_' || i) FROM generate_series(1, 3) i;
+SELECT job_id AS far FROM job_state.submit('op_3', '{"far": 1}') \gset
+SELECT job_id AS near FROM job_state.submit('op_1', '{"near": 1}') \gset
+SELECT pg_stat_force_next_flush();
+SELECT seq_scan AS seq0 FROM pg_stat_user_tables WHERE relid = 'job_state.job'::regclass \gset
+SELECT job_state.cancel(:far);
+SELECT job_state.redrive(:far);
+SELECT job_state.cancel(:near, 'by id');
+SELECT job_state.reconcile(:near, 'failed');
+SELECT job_state.cancel(:far + 1000);
+SELECT pg_stat_force_next_flush();
+SELECT seq_scan - :seq0 AS seq_scans FROM pg_stat_user_tables
+ WHERE relid = 'job_state.job'::regclass;
+SELECT queue, status, reason FROM job_state.job WHERE id IN (:far, :near) ORDER BY id;
+SELECT indexrelid::regclass AS job_indexes FROM pg_index
+ WHERE indrelid = 'job_state.job'::regclass ORDER BY 1::text;
