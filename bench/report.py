@@ -210,7 +210,7 @@ for suite in suites:
         print()
     elif suite == "profile":
         r = rs[0]
-        print(f"## profile: job_state claim+succeed, {r['clients']} clients, sync commit {r['sync']}")
+        print(f"## profile: {r['mode']}, {r['clients']} clients, sync commit {r['sync']}")
         print()
         p = os.path.join(out, "profile-self.txt")
         if os.path.exists(p):
