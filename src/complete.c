@@ -115,7 +115,7 @@ JsSucceedOne(JsCompletion *c, Datum queue, Datum id, int32 generation,
 	c->newslot->tts_isnull[cols->result - 1] = result_null;
 	c->newslot->tts_isnull[cols->reason - 1] = true;
 	ExecStoreVirtualTuple(c->newslot);
-	ExecSimpleRelationUpdate(c->w.rri, c->w.estate, &c->w.epqstate, c->locked, c->newslot);
+	JsRowWriterUpdate(&c->w, c->locked, c->newslot);
 	return true;
 }
 
@@ -420,7 +420,7 @@ js_fail(PG_FUNCTION_ARGS)
 	values[cols->error_class - 1] = class;
 	nulls[cols->error_class - 1] = false;
 	ExecStoreVirtualTuple(c.newslot);
-	ExecSimpleRelationUpdate(c.w.rri, c.w.estate, &c.w.epqstate, c.locked, c.newslot);
+	JsRowWriterUpdate(&c.w, c.locked, c.newslot);
 	JsCompletionEnd(&c);
 	SPI_finish();
 	PG_RETURN_DATUM(ObjectIdGetDatum(cols->status_oids[to]));

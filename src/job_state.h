@@ -139,6 +139,8 @@ extern void JsRowWriterEnd(JsRowWriter *w);
 extern void JsRowWriterBeginUpdate(JsRowWriter *w, Relation rel,
 								   TupleTableSlot **locked, TupleTableSlot **newslot);
 extern void JsRowWriterEndUpdate(JsRowWriter *w, TupleTableSlot *locked);
+extern void JsRowWriterUpdate(JsRowWriter *w, TupleTableSlot *locked,
+							  TupleTableSlot *newslot);
 extern void JsRowWriterDefaults(JsRowWriter *w, TupleTableSlot *slot, const bool *set);
 typedef enum JsInsertResult
 {

@@ -36,6 +36,7 @@
 #include "parser/parse_relation.h"
 #include "rewrite/rewriteHandler.h"
 #include "storage/lmgr.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -112,6 +113,33 @@ JsRowWriterBeginUpdate(JsRowWriter *w, Relation rel, TupleTableSlot **locked,
 	JsRowWriterBegin(w, rel, false);
 	*locked = table_slot_create(rel, NULL);
 	*newslot = JsRowWriterSlot(w, &TTSOpsVirtual);
+}
+
+/*
+ * Write newslot as the new version of the locked row, as
+ * ExecSimpleRelationUpdate does: BEFORE row triggers, constraints, the heap
+ * update, index entries, AFTER triggers queued.  The executor skips the row
+ * silently when a BEFORE UPDATE trigger returns NULL; a claim or completion
+ * that did not happen must not be reported as done, so that is an error.
+ * A written row's new version leaves its TID in newslot.
+ */
+void
+JsRowWriterUpdate(JsRowWriter *w, TupleTableSlot *locked, TupleTableSlot *newslot)
+{
+	ItemPointerSetInvalid(&newslot->tts_tid);
+	ExecSimpleRelationUpdate(w->rri, w->estate, &w->epqstate, locked, newslot);
+	if (!ItemPointerIsValid(&newslot->tts_tid))
+	{
+		Relation	rel = w->rri->ri_RelationDesc;
+
+		ereport(ERROR,
+				(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
+				 errmsg("job_state could not write a job's change"),
+				 errdetail("A BEFORE UPDATE trigger on %s returned NULL for the job.",
+						   quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+													  RelationGetRelationName(rel))),
+				 errhint("A trigger on job_state.job must not skip the rows job_state writes; raise an error to refuse a change.")));
+	}
 }
 
 /* the AFTER row triggers (history), then free everything */

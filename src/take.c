@@ -200,7 +200,7 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step, bool holds_slots,
 	ExecStoreVirtualTuple(newslot);
 
 	/* the job trigger bumps generation and attempts: read them after */
-	ExecSimpleRelationUpdate(w->rri, w->estate, &w->epqstate, locked, newslot);
+	JsRowWriterUpdate(w, locked, newslot);
 
 	out->job_id = DatumGetInt64(slot_getattr(newslot, cols->id, &isnull));
 	out->generation = DatumGetInt32(slot_getattr(newslot, cols->generation, &isnull));

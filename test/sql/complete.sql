@@ -173,3 +173,36 @@ SELECT job_state.fail(:'g1', 'transient');
 \set VERBOSITY sqlstate
 SELECT job_state.fail(:'g2', 'permanent');
 SELECT status, reason FROM job_state.job WHERE queue = 'gone' ORDER BY id;
+
+-- a BEFORE UPDATE trigger that skips a job's change (returns NULL): claim,
+-- succeed, succeed_many and fail refuse (09000) instead of reporting a
+-- change that was never written
+SELECT job_state.create_queue('skipq');
+SELECT count(*) FROM (SELECT job_state.submit('skipq', jsonb_build_object('n', i)) FROM generate_series(1, 2) i) s;
+CREATE FUNCTION skip_change() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN RETURN NULL; END $$;
+CREATE TRIGGER skip_claim BEFORE UPDATE ON job_state.job
+	FOR EACH ROW WHEN (NEW.queue = 'skipq' AND NEW.worker = 'skipper')
+	EXECUTE FUNCTION skip_change();
+\set VERBOSITY default
+SELECT count(*) FROM job_state.claim('skipq', 'skipper');
+\set VERBOSITY sqlstate
+SELECT status, generation, attempts FROM job_state.job WHERE queue = 'skipq' ORDER BY id;
+SELECT (array_agg(token ORDER BY job_id))[1] AS s1, (array_agg(token ORDER BY job_id))[2] AS s2
+  FROM job_state.claim('skipq', 'w', max_jobs => 2) \gset
+CREATE TRIGGER skip_done BEFORE UPDATE ON job_state.job
+	FOR EACH ROW WHEN (NEW.queue = 'skipq' AND OLD.status = 'running')
+	EXECUTE FUNCTION skip_change();
+SELECT job_state.succeed(:'s1');
+SELECT count(*) FROM job_state.succeed_many(ARRAY[:'s1', :'s2']::job_state.claim_token[]);
+SELECT job_state.fail(:'s2', 'transient');
+SELECT job_state.fail(:'s2', 'permanent');
+SELECT status, generation FROM job_state.job WHERE queue = 'skipq' ORDER BY id;
+DROP TRIGGER skip_claim ON job_state.job;
+DROP TRIGGER skip_done ON job_state.job;
+DROP FUNCTION skip_change();
+SELECT job_state.succeed(:'s1');
+SELECT job_state.fail(:'s2', 'permanent');
+SELECT status, count(*) FROM job_state.job WHERE queue = 'skipq' GROUP BY status ORDER BY status;
+SELECT to_status, count(*) FROM job_state.job_event WHERE queue = 'skipq'
+ GROUP BY to_status ORDER BY to_status;
