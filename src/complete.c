@@ -440,8 +440,9 @@ static JsPlan job_queue_plan = {
 	1, {INT8OID}
 };
 
-static JsPlan job_status_plan = {
-	"SELECT status::pg_catalog.text FROM job_state.job WHERE queue = $2 AND id = $1",
+static JsPlan job_lock_plan = {
+	"SELECT status::pg_catalog.text FROM job_state.job WHERE queue = $2 AND id = $1"
+	" FOR NO KEY UPDATE",
 	2, {INT8OID, TEXTOID}
 };
 
@@ -468,17 +469,18 @@ JsJobQueue(int64 job_id)
 }
 
 /*
- * The status of a job a statement found no row of: JS008 when the job has
- * gone meanwhile (purged or deleted).
+ * Lock the job's row and return its status: JS008 when the job has gone
+ * meanwhile (purged or deleted).  With the row locked, an UPDATE that the
+ * status allows and that changes no row was skipped by a trigger.
  */
 static char *
-JsJobStatus(int64 job_id, Datum queue)
+JsLockJobStatus(int64 job_id, Datum queue)
 {
 	Datum		values[2];
 
 	values[0] = Int64GetDatum(job_id);
 	values[1] = queue;
-	if (JsExecute(&job_status_plan, values, NULL, false, 1) == 0)
+	if (JsExecute(&job_lock_plan, values, NULL, false, 1) == 0)
 		JsJobNotFound(job_id);
 	return JsGetText(0, 1);
 }
@@ -505,6 +507,7 @@ js_reconcile(PG_FUNCTION_ARGS)
 {
 	int64		job_id;
 	char	   *outcome;
+	char	   *status;
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 
@@ -525,13 +528,15 @@ js_reconcile(PG_FUNCTION_ARGS)
 	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
 	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
 	values[3] = JsJobQueue(job_id);
-	if (JsExecute(&reconcile_plan, values, nulls, false, 0) == 0)
+	status = JsLockJobStatus(job_id, values[3]);
+	if (strcmp(status, "unknown") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
-				 errmsg("job %lld is %s, not unknown", (long long) job_id,
-						JsJobStatus(job_id, values[3])),
+				 errmsg("job %lld is %s, not unknown", (long long) job_id, status),
 				 errdetail("Only a job whose outcome is unknown can be reconciled."),
 				 errhint("Use job_state.redrive() to run a failed or cancelled job again.")));
+	if (JsExecute(&reconcile_plan, values, nulls, false, 0) == 0)
+		JsRefuseSkippedUpdate("job_state.job");
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -623,7 +628,7 @@ js_redrive(PG_FUNCTION_ARGS)
 	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
 	values[4] = queue;
 	if (JsExecute(&redrive_plan, values, nulls, false, 0) != 1)
-		elog(ERROR, "job_state: job %lld changed under its row lock", (long long) job_id);
+		JsRefuseSkippedUpdate("job_state.job");	/* the row is locked and redrivable */
 
 	/* the limits as they are now must allow one more start */
 	attempts = JsGetInt32(0, 1, NULL);
@@ -661,6 +666,7 @@ js_cancel(PG_FUNCTION_ARGS)
 	int64		job_id;
 	Datum		values[3];
 	char		nulls[3] = {' ', ' ', ' '};
+	char	   *status;
 	bool		result = true;
 
 	JsRefuseNull(fcinfo, 0, "job_id");
@@ -671,8 +677,12 @@ js_cancel(PG_FUNCTION_ARGS)
 	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
 	values[2] = JsJobQueue(job_id);
-	if (JsExecute(&cancel_plan, values, nulls, false, 0) == 0)
-		result = strcmp(JsJobStatus(job_id, values[2]), "cancelled") == 0;
+	status = JsLockJobStatus(job_id, values[2]);
+	if (strcmp(status, "accepted") != 0 && strcmp(status, "running") != 0 &&
+		strcmp(status, "unknown") != 0)
+		result = strcmp(status, "cancelled") == 0;
+	else if (JsExecute(&cancel_plan, values, nulls, false, 0) == 0)
+		JsRefuseSkippedUpdate("job_state.job");
 	SPI_finish();
 	PG_RETURN_BOOL(result);
 }

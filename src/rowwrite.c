@@ -132,14 +132,23 @@ JsRowWriterUpdate(JsRowWriter *w, TupleTableSlot *locked, TupleTableSlot *newslo
 	{
 		Relation	rel = w->rri->ri_RelationDesc;
 
-		ereport(ERROR,
-				(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
-				 errmsg("job_state could not write a job's change"),
-				 errdetail("A BEFORE UPDATE trigger on %s returned NULL for the job.",
-						   quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-													  RelationGetRelationName(rel))),
-				 errhint("A trigger on job_state.job must not skip the rows job_state writes; raise an error to refuse a change.")));
+		JsRefuseSkippedUpdate(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+														 RelationGetRelationName(rel)));
 	}
+}
+
+/*
+ * A change job_state made was skipped by a BEFORE UPDATE trigger of the
+ * user's on table relname (schema-qualified): raise 09000.
+ */
+void
+JsRefuseSkippedUpdate(const char *relname)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
+			 errmsg("job_state could not write a job's change"),
+			 errdetail("A BEFORE UPDATE trigger on %s returned NULL for the job.", relname),
+			 errhint("A trigger on job_state.job must not skip the rows job_state writes; raise an error to refuse a change.")));
 }
 
 /* the AFTER row triggers (history), then free everything */

@@ -206,3 +206,21 @@ SELECT job_state.fail(:'s2', 'permanent');
 SELECT status, count(*) FROM job_state.job WHERE queue = 'skipq' GROUP BY status ORDER BY status;
 SELECT to_status, count(*) FROM job_state.job_event WHERE queue = 'skipq'
  GROUP BY to_status ORDER BY to_status;
+-- the operator calls too: with a trigger that skips every change of the
+-- queue's jobs, cancel, reconcile and redrive refuse (09000) where they
+-- would have changed a job, and cancel of a finished job answers as usual
+SELECT job_id AS u FROM job_state.submit('skipq', '{"n": 3}') \gset
+SET job_state.restore = on;
+UPDATE job_state.job SET status = 'unknown' WHERE id = :u;
+RESET job_state.restore;
+CREATE FUNCTION skip_change() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN RETURN NULL; END $$;
+CREATE TRIGGER skip_all BEFORE UPDATE ON job_state.job
+	FOR EACH ROW WHEN (NEW.queue = 'skipq') EXECUTE FUNCTION skip_change();
+SELECT job_state.reconcile(:u, 'failed');
+SELECT job_state.cancel(:u);
+SELECT job_state.redrive(job_id) FROM job_state.my_jobs WHERE queue = 'skipq' AND status = 'failed';
+SELECT job_state.cancel(job_id) FROM job_state.my_jobs WHERE queue = 'skipq' AND status = 'succeeded';
+DROP TRIGGER skip_all ON job_state.job;
+DROP FUNCTION skip_change();
+SELECT status, count(*) FROM job_state.job WHERE queue = 'skipq' GROUP BY status ORDER BY status;
