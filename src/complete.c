@@ -429,60 +429,41 @@ js_fail(PG_FUNCTION_ARGS)
 /*
  * The operator calls below name a job by id alone.  The job table has no
  * index on id by itself (every claim and completion would have to write an
- * entry in it), so the job's queue is found first by probing the primary
- * key (queue, id) once per queue, a handful of index descents for the usual
- * few queues; the statements that follow name the whole key.
+ * entry in it), so the job is found by probing the primary key (queue, id)
+ * once per queue, a handful of index descents for the usual few queues,
+ * and locked; the update that follows names the whole key.  With the row
+ * locked and its status allowing the change, an update that changes no row
+ * was skipped by a trigger.
  */
-static JsPlan job_queue_plan = {
-	"SELECT queue FROM job_state.job"
-	" WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT name FROM job_state.queue))"
-	"  AND id = $1",
+#define JS_LOCK_JOB_BY_ID \
+	" FROM job_state.job" \
+	" WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT name FROM job_state.queue))" \
+	"  AND id = $1 FOR NO KEY UPDATE"
+
+static JsPlan job_lock_plan = {
+	"SELECT queue, status::pg_catalog.text" JS_LOCK_JOB_BY_ID,
 	1, {INT8OID}
 };
 
-static JsPlan job_lock_plan = {
-	"SELECT status::pg_catalog.text FROM job_state.job WHERE queue = $2 AND id = $1"
-	" FOR NO KEY UPDATE",
-	2, {INT8OID, TEXTOID}
-};
-
-static void
-JsJobNotFound(int64 job_id)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-			 errmsg("job %lld does not exist", (long long) job_id)));
-}
-
-/* The queue of job job_id (in SPI memory); JS008 when there is no such job. */
-static Datum
-JsJobQueue(int64 job_id)
+/*
+ * Lock job job_id by plan (whose first two columns are queue and status):
+ * its status, and its queue into *queue (copied).  JS008 when there is no
+ * such job.
+ */
+static char *
+JsLockJobById(JsPlan *plan, int64 job_id, Datum *queue)
 {
 	Datum		id = Int64GetDatum(job_id);
 	bool		isnull;
 
-	if (JsExecute(&job_queue_plan, &id, NULL, false, 1) == 0)
-		JsJobNotFound(job_id);
-	return PointerGetDatum(DatumGetTextPCopy(SPI_getbinval(SPI_tuptable->vals[0],
-														   SPI_tuptable->tupdesc,
-														   1, &isnull)));
-}
-
-/*
- * Lock the job's row and return its status: JS008 when the job has gone
- * meanwhile (purged or deleted).  With the row locked, an UPDATE that the
- * status allows and that changes no row was skipped by a trigger.
- */
-static char *
-JsLockJobStatus(int64 job_id, Datum queue)
-{
-	Datum		values[2];
-
-	values[0] = Int64GetDatum(job_id);
-	values[1] = queue;
-	if (JsExecute(&job_lock_plan, values, NULL, false, 1) == 0)
-		JsJobNotFound(job_id);
-	return JsGetText(0, 1);
+	if (JsExecute(plan, &id, NULL, false, 1) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("job %lld does not exist", (long long) job_id)));
+	*queue = PointerGetDatum(DatumGetTextPCopy(SPI_getbinval(SPI_tuptable->vals[0],
+															 SPI_tuptable->tupdesc,
+															 1, &isnull)));
+	return JsGetText(0, 2);
 }
 
 /*
@@ -527,8 +508,7 @@ js_reconcile(PG_FUNCTION_ARGS)
 	values[1] = CStringGetTextDatum(outcome);
 	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
 	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
-	values[3] = JsJobQueue(job_id);
-	status = JsLockJobStatus(job_id, values[3]);
+	status = JsLockJobById(&job_lock_plan, job_id, &values[3]);
 	if (strcmp(status, "unknown") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
@@ -536,7 +516,7 @@ js_reconcile(PG_FUNCTION_ARGS)
 				 errdetail("Only a job whose outcome is unknown can be reconciled."),
 				 errhint("Use job_state.redrive() to run a failed or cancelled job again.")));
 	if (JsExecute(&reconcile_plan, values, nulls, false, 0) == 0)
-		JsRefuseSkippedUpdate("job_state.job");
+		JsRefuseSkippedUpdate();
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -547,10 +527,9 @@ js_reconcile(PG_FUNCTION_ARGS)
  * over and limits rise only by what is passed.  The job trigger bumps the
  * generation, so every older token dies at once.
  */
-static JsPlan redrive_read_plan = {
-	"SELECT status::pg_catalog.text, budget FROM job_state.job"
-	" WHERE queue = $2 AND id = $1 FOR NO KEY UPDATE",
-	2, {INT8OID, TEXTOID}
+static JsPlan redrive_lock_plan = {
+	"SELECT queue, status::pg_catalog.text, budget" JS_LOCK_JOB_BY_ID,
+	1, {INT8OID}
 };
 
 /* $1 id, $2 extra attempts, $3 extra budget, $4 new deadline, $5 queue */
@@ -602,12 +581,7 @@ js_redrive(PG_FUNCTION_ARGS)
 		JsCheckBudget(PG_GETARG_JSONB_P(2));
 
 	SPI_connect();
-	queue = JsJobQueue(job_id);
-	values[0] = Int64GetDatum(job_id);
-	values[1] = queue;
-	if (JsExecute(&redrive_read_plan, values, NULL, false, 0) == 0)
-		JsJobNotFound(job_id);
-	status = JsGetText(0, 1);
+	status = JsLockJobById(&redrive_lock_plan, job_id, &queue);
 	if (strcmp(status, "failed") != 0 && strcmp(status, "unknown") != 0 &&
 		strcmp(status, "cancelled") != 0)
 		ereport(ERROR,
@@ -616,11 +590,12 @@ js_redrive(PG_FUNCTION_ARGS)
 				 errdetail("Only failed, unknown or cancelled jobs can be redriven.")));
 	if (!PG_ARGISNULL(2))
 	{
-		budget = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		budget = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
 		JsCheckMetersKnown(job_id, isnull ? NULL : DatumGetJsonbP(budget),
 						   PG_GETARG_JSONB_P(2));
 	}
 
+	values[0] = Int64GetDatum(job_id);
 	values[1] = Int32GetDatum(extra_attempts);
 	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
 	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
@@ -628,7 +603,7 @@ js_redrive(PG_FUNCTION_ARGS)
 	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
 	values[4] = queue;
 	if (JsExecute(&redrive_plan, values, nulls, false, 0) != 1)
-		JsRefuseSkippedUpdate("job_state.job");	/* the row is locked and redrivable */
+		JsRefuseSkippedUpdate();
 
 	/* the limits as they are now must allow one more start */
 	attempts = JsGetInt32(0, 1, NULL);
@@ -676,13 +651,12 @@ js_cancel(PG_FUNCTION_ARGS)
 	values[0] = Int64GetDatum(job_id);
 	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
-	values[2] = JsJobQueue(job_id);
-	status = JsLockJobStatus(job_id, values[2]);
+	status = JsLockJobById(&job_lock_plan, job_id, &values[2]);
 	if (strcmp(status, "accepted") != 0 && strcmp(status, "running") != 0 &&
 		strcmp(status, "unknown") != 0)
 		result = strcmp(status, "cancelled") == 0;
 	else if (JsExecute(&cancel_plan, values, nulls, false, 0) == 0)
-		JsRefuseSkippedUpdate("job_state.job");
+		JsRefuseSkippedUpdate();
 	SPI_finish();
 	PG_RETURN_BOOL(result);
 }

@@ -141,7 +141,7 @@ extern void JsRowWriterBeginUpdate(JsRowWriter *w, Relation rel,
 extern void JsRowWriterEndUpdate(JsRowWriter *w, TupleTableSlot *locked);
 extern void JsRowWriterUpdate(JsRowWriter *w, TupleTableSlot *locked,
 							  TupleTableSlot *newslot);
-extern void JsRefuseSkippedUpdate(const char *relname);
+extern void JsRefuseSkippedUpdate(void);
 extern void JsRowWriterDefaults(JsRowWriter *w, TupleTableSlot *slot, const bool *set);
 typedef enum JsInsertResult
 {

@@ -36,7 +36,6 @@
 #include "parser/parse_relation.h"
 #include "rewrite/rewriteHandler.h"
 #include "storage/lmgr.h"
-#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -129,25 +128,20 @@ JsRowWriterUpdate(JsRowWriter *w, TupleTableSlot *locked, TupleTableSlot *newslo
 	ItemPointerSetInvalid(&newslot->tts_tid);
 	ExecSimpleRelationUpdate(w->rri, w->estate, &w->epqstate, locked, newslot);
 	if (!ItemPointerIsValid(&newslot->tts_tid))
-	{
-		Relation	rel = w->rri->ri_RelationDesc;
-
-		JsRefuseSkippedUpdate(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-														 RelationGetRelationName(rel)));
-	}
+		JsRefuseSkippedUpdate();
 }
 
 /*
- * A change job_state made was skipped by a BEFORE UPDATE trigger of the
- * user's on table relname (schema-qualified): raise 09000.
+ * A change job_state made to a job was skipped by a BEFORE UPDATE trigger
+ * the user added on the job table: raise 09000.
  */
 void
-JsRefuseSkippedUpdate(const char *relname)
+JsRefuseSkippedUpdate(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
 			 errmsg("job_state could not write a job's change"),
-			 errdetail("A BEFORE UPDATE trigger on %s returned NULL for the job.", relname),
+			 errdetail("A BEFORE UPDATE trigger on job_state.job returned NULL for the job."),
 			 errhint("A trigger on job_state.job must not skip the rows job_state writes; raise an error to refuse a change.")));
 }
 
