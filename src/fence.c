@@ -8,7 +8,8 @@
  * overwrites a newer attempt.  When such a statement touches no row, this
  * file looks at the job once more to say why: it does not exist (JS008), a
  * newer claim owns it (JS001), or it has moved on to a state this call does
- * not act on (JS001).
+ * not act on (JS001).  A job that is still the token's running claim means
+ * a BEFORE UPDATE trigger skipped the change (09000).
  *
  * Refusals are counted per queue in the sequence stale_refusals_<queue id>
  * (created by create_queue, owned by job_state.queue.id): nextval is not
@@ -71,6 +72,15 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 	status = JsGetText(0, 1);
 	generation = JsGetInt32(0, 2, NULL);
 	expired = JsGetBool(0, 3);
+
+	/*
+	 * The job, read again, is what the call acts on: its statement met the
+	 * row and a BEFORE UPDATE trigger skipped the change.  Not a stale token.
+	 */
+	if (generation == token->generation && !expired &&
+		strcmp(status, "running") == 0)
+		JsRefuseSkippedUpdate();
+
 	JsCountStaleRefusal(token->queue_id);
 
 	if (generation != token->generation)

@@ -175,7 +175,7 @@ SELECT job_state.fail(:'g2', 'permanent');
 SELECT status, reason FROM job_state.job WHERE queue = 'gone' ORDER BY id;
 
 -- a BEFORE UPDATE trigger that skips a job's change (returns NULL): claim,
--- succeed, succeed_many and fail refuse (09000) instead of reporting a
+-- succeed, succeed_many, fail and heartbeat refuse (09000) instead of reporting a
 -- change that was never written
 SELECT job_state.create_queue('skipq');
 SELECT count(*) FROM (SELECT job_state.submit('skipq', jsonb_build_object('n', i)) FROM generate_series(1, 2) i) s;
@@ -197,6 +197,13 @@ SELECT job_state.succeed(:'s1');
 SELECT count(*) FROM job_state.succeed_many(ARRAY[:'s1', :'s2']::job_state.claim_token[]);
 SELECT job_state.fail(:'s2', 'transient');
 SELECT job_state.fail(:'s2', 'permanent');
+-- heartbeat too: the job is still the token's running claim, so the token
+-- is not called stale (and no stale refusal is counted)
+SELECT stale_refusals AS stale0 FROM job_state.queue_stats WHERE queue = 'skipq' \gset
+\set VERBOSITY default
+SELECT * FROM job_state.heartbeat(:'s1');
+\set VERBOSITY sqlstate
+SELECT stale_refusals = :stale0 AS none_counted FROM job_state.queue_stats WHERE queue = 'skipq';
 SELECT status, generation FROM job_state.job WHERE queue = 'skipq' ORDER BY id;
 DROP TRIGGER skip_claim ON job_state.job;
 DROP TRIGGER skip_done ON job_state.job;
