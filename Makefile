@@ -17,6 +17,7 @@ OBJS = \
 	src/budget.o \
 	src/fence.o \
 	src/queue.o \
+	src/queue_trigger.o \
 	src/sweeper.o \
 	src/notify.o \
 	src/worker.o \

@@ -357,6 +357,19 @@ CREATE FUNCTION job_state.append_only_trigger()
 COMMENT ON FUNCTION job_state.append_only_trigger() IS
 	'keeps job_state.job_event append-only: rows leave only with their job, through purge';
 
+CREATE FUNCTION job_state.queue_trigger()
+	RETURNS trigger
+	AS 'MODULE_PATHNAME', 'js_queue_trigger'
+	LANGUAGE C;
+COMMENT ON FUNCTION job_state.queue_trigger() IS
+	'keeps a queue with jobs from being deleted or truncated away, and every queue''s name and id from changing';
+
+CREATE TRIGGER job_state_queue
+	BEFORE UPDATE OR DELETE ON job_state.queue
+	FOR EACH ROW EXECUTE FUNCTION job_state.queue_trigger();
+CREATE TRIGGER job_state_queue_truncate
+	BEFORE TRUNCATE ON job_state.queue
+	FOR EACH STATEMENT EXECUTE FUNCTION job_state.queue_trigger();
 CREATE TRIGGER job_state_fsm
 	BEFORE INSERT OR UPDATE OR DELETE ON job_state.job
 	FOR EACH ROW EXECUTE FUNCTION job_state.job_fsm_trigger();

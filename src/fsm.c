@@ -38,6 +38,7 @@
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "job_state.h"
@@ -677,8 +678,14 @@ js_job_truncate_trigger(PG_FUNCTION_ARGS)
 	if (js_restore)
 		return PointerGetDatum(NULL);
 
+	/*
+	 * TRUNCATE holds its ACCESS EXCLUSIVE lock by now, so every transaction
+	 * that wrote jobs has ended; the statement's snapshot is older than that
+	 * wait and would miss a job committed during it.
+	 */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "job_state_truncate: SPI_connect failed");
+	PushActiveSnapshot(GetLatestSnapshot());
 	if (JsExecute(&live_job_plan, NULL, NULL, true, 1) > 0)
 	{
 		int64		job_id = JsGetInt64(0, 1, NULL);
@@ -690,6 +697,7 @@ js_job_truncate_trigger(PG_FUNCTION_ARGS)
 				 errdetail("Job %lld is not finished.", (long long) job_id),
 				 errhint("Finished jobs are removed with job_state.purge().")));
 	}
+	PopActiveSnapshot();
 	SPI_finish();
 	return PointerGetDatum(NULL);
 }

@@ -62,3 +62,39 @@ INSERT INTO job_state.queue (name, jitter) VALUES ('q_raw', 'sometimes');
 
 -- each queue gets its stale-refusal counter; DROP EXTENSION removes them
 SELECT count(*) AS counters FROM pg_class WHERE relname LIKE 'stale_refusals_%';
+
+-- a queue with jobs is never deleted or truncated away (its accepted jobs
+-- could no longer be claimed, nor found by id), and no queue is renamed or
+-- renumbered (jobs name it, tokens carry its id): JS003, also for raw SQL
+SELECT job_state.create_queue('q_del', concurrency_limit => 2, per_key_limit => 1);
+SELECT job_id AS del_job FROM job_state.submit('q_del', '{}', concurrency_key => 'k') \gset
+SELECT count(*) AS slots FROM job_state.slot WHERE scope = 'q_del';
+\set VERBOSITY default
+DELETE FROM job_state.queue WHERE name = 'q_del';
+UPDATE job_state.queue SET name = 'q_renamed' WHERE name = 'q_del';
+TRUNCATE job_state.queue;
+\set VERBOSITY sqlstate
+UPDATE job_state.queue SET id = id + 1000 WHERE name = 'q_del';
+-- options may change by raw SQL (the table's checks apply)
+UPDATE job_state.queue SET max_retries = 5 WHERE name = 'q_del';
+-- a finished job still holds its queue; once purged, the queue can go,
+-- and its slots go with it
+SELECT token AS del_t FROM job_state.claim('q_del', 'w') \gset
+SELECT job_state.succeed(:'del_t');
+DELETE FROM job_state.queue WHERE name = 'q_del';
+SELECT job_state.purge('0');
+DELETE FROM job_state.queue WHERE name = 'q_del';
+SELECT count(*) AS queues, (SELECT count(*) FROM job_state.slot WHERE scope = 'q_del') AS slots
+  FROM job_state.queue WHERE name = 'q_del';
+-- a job inserted earlier in the same transaction counts too
+BEGIN;
+SELECT job_state.create_queue('q_del2');
+SELECT count(*) FROM job_state.submit('q_del2', '{}');
+DELETE FROM job_state.queue WHERE name = 'q_del2';
+ROLLBACK;
+-- restore mode (superuser) replays or repairs a dump as it is
+BEGIN;
+SET LOCAL job_state.restore = on;
+DELETE FROM job_state.queue WHERE name = 'q_default';
+SELECT count(*) AS q_default_left FROM job_state.queue WHERE name = 'q_default';
+ROLLBACK;
