@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "common/int128.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
@@ -130,8 +131,10 @@ _PG_init(void)
 void
 JsInitMaterialized(FunctionCallInfo fcinfo)
 {
-#if PG_VERSION_NUM >= 150000
+#if PG_VERSION_NUM >= 150001
 	InitMaterializedSRF(fcinfo, 0);
+#elif PG_VERSION_NUM >= 150000
+	SetSingleFuncCall(fcinfo, 0);	/* its name in 15.0 */
 #else
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext oldcontext;
@@ -196,8 +199,11 @@ bool
 JsIntervalPositive(const Interval *span)
 {
 	/* months count as 30 days, as interval comparison does */
-	return ((int128) span->month * 30 * USECS_PER_DAY +
-			(int128) span->day * USECS_PER_DAY + span->time) > 0;
+	INT128		total = int64_to_int128(span->time);
+
+	int128_add_int64_mul_int64(&total, span->month, 30 * USECS_PER_DAY);
+	int128_add_int64_mul_int64(&total, span->day, USECS_PER_DAY);
+	return int128_compare(total, int64_to_int128(0)) > 0;
 }
 
 /* attribute number of a column of one of our tables; it must be there */

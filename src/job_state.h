@@ -28,6 +28,11 @@
 
 #include "errcodes.h"
 
+/* PostgreSQL 18 replaced pg_attribute_noreturn() with pg_noreturn */
+#ifndef pg_noreturn
+#define pg_noreturn pg_attribute_noreturn()
+#endif
+
 /* GUCs (job_state.c) */
 extern bool js_track_events;
 extern int	js_notify;
@@ -299,8 +304,8 @@ extern Interval *JsRetryDelay(const Interval *retry_interval, double backoff_rat
 							  int32 retry);
 
 /* fence.c */
-extern void JsRefuseToken(const char *queue, const JsClaimToken *token,
-						  const char *action) pg_attribute_noreturn();
+pg_noreturn extern void JsRefuseToken(const char *queue, const JsClaimToken *token,
+									  const char *action);
 
 /* budget.c */
 extern void JsCheckBudget(Jsonb *budget);

@@ -341,9 +341,15 @@ JsDefaultsFor(Relation rel)
 	js_defaults.exprs = palloc0(sizeof(Expr *) * js_defaults.natts);
 	for (i = 0; i < js_defaults.natts; i++)
 	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), i);
 		Node	   *expr;
 
-		if (TupleDescAttr(RelationGetDescr(rel), i)->attisdropped)
+		/*
+		 * A generated column's "default" is its generation expression: a
+		 * stored one is computed from the row (ExecComputeStoredGenerated),
+		 * a virtual one (PostgreSQL 18) is never stored.
+		 */
+		if (att->attisdropped || att->attgenerated)
 			continue;
 		expr = build_column_default(rel, i + 1);
 		if (expr != NULL)

@@ -122,3 +122,12 @@ DROP FUNCTION skip_job();
 SELECT count(*) FILTER (WHERE input ? 'skip') AS skipped_stored,
        count(*) FILTER (WHERE input ? 'kept') AS kept_stored
   FROM job_state.job WHERE queue = 'sub';
+
+-- a stored generated column an operator adds to the job table is computed
+-- from the new row (not evaluated as a column default)
+BEGIN;
+ALTER TABLE job_state.job ADD COLUMN input_kind text
+	GENERATED ALWAYS AS (input ->> 'kind') STORED;
+SELECT created FROM job_state.submit('sub', '{"kind": "generated"}');
+SELECT input_kind FROM job_state.job WHERE input_kind IS NOT NULL;
+ROLLBACK;
