@@ -362,10 +362,13 @@ CREATE FUNCTION job_state.queue_trigger()
 	AS 'MODULE_PATHNAME', 'js_queue_trigger'
 	LANGUAGE C;
 COMMENT ON FUNCTION job_state.queue_trigger() IS
-	'keeps a queue with jobs from being deleted or truncated away, and every queue''s name and id from changing';
+	'keeps a queue with jobs from being deleted or truncated away and every queue''s name and id from changing; creates the slots of a queue''s limits';
 
 CREATE TRIGGER job_state_queue
 	BEFORE UPDATE OR DELETE ON job_state.queue
+	FOR EACH ROW EXECUTE FUNCTION job_state.queue_trigger();
+CREATE TRIGGER job_state_queue_slots
+	AFTER INSERT OR UPDATE OF concurrency_limit, per_key_limit ON job_state.queue
 	FOR EACH ROW EXECUTE FUNCTION job_state.queue_trigger();
 CREATE TRIGGER job_state_queue_truncate
 	BEFORE TRUNCATE ON job_state.queue

@@ -69,6 +69,80 @@ JsEnsureSlots(const char *kind, const char *scope, const char *key, int32 limit)
 	JsExecute(&ensure_plan, values, NULL, false, 0);
 }
 
+/*
+ * rows 1..$2 of every key set of queue $1: the keys that have slots, and
+ * those of its waiting and running jobs (the limit may be new)
+ */
+static JsPlan ensure_keys_plan = {
+	"INSERT INTO job_state.slot (kind, scope, key, n)"
+	" SELECT 'key', $1, k.key, g"
+	"  FROM (SELECT s.key FROM job_state.slot s"
+	"         WHERE s.kind OPERATOR(pg_catalog.=) 'key'"
+	"          AND s.scope OPERATOR(pg_catalog.=) $1"
+	"        UNION"
+	"        SELECT j.concurrency_key FROM job_state.job j"
+	"         WHERE j.queue OPERATOR(pg_catalog.=) $1"
+	"          AND j.status OPERATOR(pg_catalog.=) ANY"
+	"           ('{accepted,running}'::job_state.status[])"
+	"          AND j.concurrency_key IS NOT NULL) k,"
+	"   pg_catalog.generate_series(1, $2) g"
+	" ON CONFLICT (kind, scope, key, n) DO NOTHING",
+	2, {TEXTOID, INT4OID}
+};
+
+/*
+ * Running jobs of queue $1 that hold no slot of kind $3 (they started
+ * before the limit existed) take free slots numbered up to $2, the n-th
+ * such job of a key the n-th free slot of that key (one key, '', for kind
+ * 'queue'), and are marked as holding slots so that leaving running frees
+ * them.  A slot a claimer takes meanwhile is left to it.
+ */
+static JsPlan adopt_plan = {
+	"WITH held AS ("
+	"  UPDATE job_state.job j SET holds_slots = true"
+	"   WHERE j.queue OPERATOR(pg_catalog.=) $1"
+	"    AND j.status OPERATOR(pg_catalog.=) 'running'::job_state.status"
+	"    AND ($3 OPERATOR(pg_catalog.=) 'queue' OR j.concurrency_key IS NOT NULL)"
+	"    AND NOT EXISTS (SELECT 1 FROM job_state.slot s"
+	"     WHERE s.kind OPERATOR(pg_catalog.=) $3 AND s.scope OPERATOR(pg_catalog.=) $1"
+	"      AND s.job_id OPERATOR(pg_catalog.=) j.id)"
+	"  RETURNING j.id,"
+	"   CASE WHEN $3 OPERATOR(pg_catalog.=) 'queue' THEN '' ELSE j.concurrency_key END AS key),"
+	" jobs AS (SELECT id, key,"
+	"   pg_catalog.row_number() OVER (PARTITION BY key ORDER BY id) AS r FROM held),"
+	" free AS (SELECT key, n,"
+	"   pg_catalog.row_number() OVER (PARTITION BY key ORDER BY n) AS r"
+	"   FROM job_state.slot"
+	"   WHERE kind OPERATOR(pg_catalog.=) $3 AND scope OPERATOR(pg_catalog.=) $1"
+	"    AND n OPERATOR(pg_catalog.<=) $2 AND job_id IS NULL)"
+	" UPDATE job_state.slot s SET job_id = jobs.id, queue = $1"
+	"  FROM jobs JOIN free USING (key, r)"
+	"  WHERE s.kind OPERATOR(pg_catalog.=) $3 AND s.scope OPERATOR(pg_catalog.=) $1"
+	"   AND s.key OPERATOR(pg_catalog.=) free.key AND s.n OPERATOR(pg_catalog.=) free.n"
+	"   AND s.job_id IS NULL",
+	3, {TEXTOID, INT4OID, TEXTOID}
+};
+
+/*
+ * A queue's concurrency_limit (per_key = false) or per_key_limit was set
+ * or raised to limit: the slots it needs, and slots for the jobs already
+ * running, so that the limit counts them.
+ */
+void
+JsQueueLimitSlots(const char *queue, bool per_key, int32 limit)
+{
+	Datum		values[3];
+
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int32GetDatum(limit);
+	values[2] = CStringGetTextDatum(per_key ? "key" : "queue");
+	if (per_key)
+		JsExecute(&ensure_keys_plan, values, NULL, false, 0);
+	else
+		JsEnsureSlots("queue", queue, NULL, limit);
+	JsExecute(&adopt_plan, values, NULL, false, 0);
+}
+
 static JsPlan create_resource_plan = {
 	"INSERT INTO job_state.resource (name, concurrency_limit, max_starts_per_second, tokens)"
 	" VALUES ($1, $2, $3, GREATEST(COALESCE($3, 1), 1))"

@@ -316,10 +316,8 @@ js_create_queue(PG_FUNCTION_ARGS)
 				 errmsg("queue \"%s\" already exists",
 						text_to_cstring(PG_GETARG_TEXT_PP(ARG_NAME))),
 				 errhint("Use job_state.alter_queue() to change its options.")));
+	/* the queue trigger creates the slots of its limits */
 	JsCreateStaleCounter(JsGetInt32(0, 1, NULL));
-	if (!PG_ARGISNULL(ARG_CONCURRENCY_LIMIT))
-		JsEnsureSlots("queue", text_to_cstring(PG_GETARG_TEXT_PP(ARG_NAME)), NULL,
-					  PG_GETARG_INT32(ARG_CONCURRENCY_LIMIT));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -336,9 +334,6 @@ js_alter_queue(PG_FUNCTION_ARGS)
 	SPI_connect();
 	if (JsExecute(&alter_plan, values, nulls, false, 0) == 0)
 		JsNoSuchQueue(fcinfo);
-	if (!PG_ARGISNULL(ARG_CONCURRENCY_LIMIT))
-		JsEnsureSlots("queue", text_to_cstring(PG_GETARG_TEXT_PP(ARG_NAME)), NULL,
-					  PG_GETARG_INT32(ARG_CONCURRENCY_LIMIT));
 	SPI_finish();
 	PG_RETURN_VOID();
 }

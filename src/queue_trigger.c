@@ -2,7 +2,8 @@
  *
  * queue_trigger.c
  *	  The queue table's triggers: a queue that still has jobs is never
- *	  deleted, nor truncated away, and no queue is ever renamed.
+ *	  deleted, nor truncated away, no queue is ever renamed, and a queue's
+ *	  concurrency slots follow its limits.
  *
  * Jobs find their queue by its name (job.queue) and tokens by its number
  * (queue.id).  A job whose queue row is gone can no longer be claimed, and
@@ -19,7 +20,18 @@
  * out until this transaction ends, and then looks under the latest
  * snapshot: the statement's own is older than that wait.
  *
- * job_state.restore lets a superuser replay or repair a dump as it is.
+ * When a queue is created or its concurrency_limit or per_key_limit set or
+ * raised (by create_queue, alter_queue or raw SQL alike), the AFTER trigger
+ * creates the slots the new limit needs (limits.c): the queue's, and those
+ * of every concurrency key that has slots, waiting or running jobs.
+ * Without them a limit set after jobs were submitted would hold their keys
+ * at the old limit, or start none of them.  Jobs already running that hold
+ * no slot of the limit take free ones, so the limit counts them too.
+ * Slots above a lowered limit stay and go unused (claim takes only slot
+ * numbers up to the limit).
+ *
+ * job_state.restore lets a superuser replay or repair a dump as it is: the
+ * dump brings the slots with it.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,7 +49,8 @@
 PG_FUNCTION_INFO_V1(js_queue_trigger);
 
 static JsPlan queue_job_plan = {
-	"SELECT id, status::pg_catalog.text FROM job_state.job WHERE queue = $1 LIMIT 1",
+	"SELECT id, status::pg_catalog.text FROM job_state.job"
+	" WHERE queue OPERATOR(pg_catalog.=) $1 LIMIT 1",
 	1, {TEXTOID}
 };
 
@@ -49,7 +62,7 @@ static JsPlan any_job_plan = {
 static JsPlan drop_slots_plan = {
 	"DELETE FROM job_state.slot"
 	" WHERE kind OPERATOR(pg_catalog.=) ANY ('{queue,key}'::pg_catalog.text[])"
-	"  AND scope = $1",
+	"  AND scope OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
 
@@ -92,6 +105,47 @@ JsRefuseQueueWithJobs(const char *queue)
 			 errhint("A queue leaves only once it has no jobs: remove finished ones with job_state.purge(), resolve unknown ones with job_state.reconcile() first.")));
 }
 
+/* a nullable int4 column of a queue row, or 0 when NULL */
+static int32
+JsQueueLimit(HeapTuple tuple, TupleDesc desc, int attnum)
+{
+	bool		isnull;
+	Datum		value = heap_getattr(tuple, attnum, desc, &isnull);
+
+	return isnull ? 0 : DatumGetInt32(value);
+}
+
+/*
+ * AFTER INSERT, or UPDATE OF concurrency_limit, per_key_limit: slots for a
+ * limit that is new or higher than before.
+ */
+static void
+JsQueueSlotsFollowLimits(TriggerData *trigdata)
+{
+	Relation	rel = trigdata->tg_relation;
+	TupleDesc	desc = RelationGetDescr(rel);
+	bool		insert = TRIGGER_FIRED_BY_INSERT(trigdata->tg_event);
+	HeapTuple	new = insert ? trigdata->tg_trigtuple : trigdata->tg_newtuple;
+	HeapTuple	old = insert ? NULL : trigdata->tg_trigtuple;
+	int			limit_att = JsColumnNumber(rel, "concurrency_limit");
+	int			key_limit_att = JsColumnNumber(rel, "per_key_limit");
+	int32		limit = JsQueueLimit(new, desc, limit_att);
+	int32		key_limit = JsQueueLimit(new, desc, key_limit_att);
+	char	   *name;
+	bool		isnull;
+
+	if (js_restore)
+		return;
+	name = TextDatumGetCString(heap_getattr(new, JsColumnNumber(rel, "name"),
+											desc, &isnull));
+	SPI_connect();
+	if (limit > (old ? JsQueueLimit(old, desc, limit_att) : 0))
+		JsQueueLimitSlots(name, false, limit);
+	if (key_limit > (old ? JsQueueLimit(old, desc, key_limit_att) : 0))
+		JsQueueLimitSlots(name, true, key_limit);
+	SPI_finish();
+}
+
 Datum
 js_queue_trigger(PG_FUNCTION_ARGS)
 {
@@ -121,8 +175,15 @@ js_queue_trigger(PG_FUNCTION_ARGS)
 		return PointerGetDatum(NULL);
 	}
 
-	if (!TRIGGER_FIRED_BEFORE(event) || !TRIGGER_FIRED_FOR_ROW(event))
-		elog(ERROR, "job_state_queue: must be fired before, for each row");
+	if (!TRIGGER_FIRED_FOR_ROW(event))
+		elog(ERROR, "job_state_queue: must be fired for each row");
+	if (TRIGGER_FIRED_AFTER(event))
+	{
+		if (TRIGGER_FIRED_BY_DELETE(event))
+			elog(ERROR, "job_state_queue: must be fired after INSERT or UPDATE");
+		JsQueueSlotsFollowLimits(trigdata);
+		return PointerGetDatum(NULL);
+	}
 
 	desc = RelationGetDescr(rel);
 	old = trigdata->tg_trigtuple;
@@ -149,7 +210,7 @@ js_queue_trigger(PG_FUNCTION_ARGS)
 	}
 
 	if (!TRIGGER_FIRED_BY_DELETE(event))
-		elog(ERROR, "job_state_queue: must be fired by UPDATE, DELETE or TRUNCATE");
+		elog(ERROR, "job_state_queue: must be fired before UPDATE or DELETE");
 	if (js_restore)
 		return PointerGetDatum(old);
 

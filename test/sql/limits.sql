@@ -94,3 +94,48 @@ SELECT job_id = :lu3 AS third_started FROM job_state.claim('lim_used', 'w', max_
 SELECT id = :lu1 AS first, status, reason, holds_slots FROM job_state.job
  WHERE queue = 'lim_used' ORDER BY id;
 SELECT job_id = :lu3 AS held_by_third FROM job_state.slot WHERE scope = 'lim_used';
+
+-- a limit set or raised after jobs were submitted applies to them: the
+-- slots follow the queue's limits, by alter_queue or raw SQL alike
+SELECT job_state.create_queue('lim_late');
+SELECT count(*) FROM (SELECT job_state.submit('lim_late', '{}', concurrency_key => 'c')
+						FROM generate_series(1, 5)) s;
+SELECT job_state.alter_queue('lim_late', per_key_limit => 2);
+SELECT count(*) AS started_at_key_limit_2 FROM job_state.claim('lim_late', 'w', max_jobs => 5);
+SELECT job_state.alter_queue('lim_late', per_key_limit => 3);
+SELECT count(*) AS one_more_at_3 FROM job_state.claim('lim_late', 'w', max_jobs => 5);
+UPDATE job_state.queue SET per_key_limit = 4 WHERE name = 'lim_late';
+SELECT count(*) AS one_more_at_4 FROM job_state.claim('lim_late', 'w', max_jobs => 5);
+SELECT count(*) AS key_slots, count(job_id) AS held FROM job_state.slot
+ WHERE scope = 'lim_late' AND kind = 'key';
+-- a lowered limit leaves the slots above it unused
+SELECT job_state.alter_queue('lim_late', per_key_limit => 1);
+SELECT count(*) AS slots_kept FROM job_state.slot WHERE scope = 'lim_late' AND kind = 'key';
+-- a queue limit set by raw SQL on a queue with waiting jobs
+SELECT job_state.create_queue('lim_late2');
+SELECT count(*) FROM (SELECT job_state.submit('lim_late2', '{}') FROM generate_series(1, 3)) s;
+UPDATE job_state.queue SET concurrency_limit = 2 WHERE name = 'lim_late2';
+SELECT count(*) AS started_at_limit_2 FROM job_state.claim('lim_late2', 'w', max_jobs => 3);
+-- jobs already running when a limit is set take slots too, so the limit
+-- counts them; leaving running frees those slots as any other.  Running
+-- jobs beyond the new limit get none (here: 3 running, key limit 2), so
+-- until they finish the limit is exceeded by that many
+SELECT job_state.create_queue('lim_run');
+SELECT count(*) FROM (SELECT job_state.submit('lim_run', '{}', concurrency_key => 'c')
+						FROM generate_series(1, 6)) s;
+SELECT array_agg(token ORDER BY job_id) AS run_tokens
+  FROM job_state.claim('lim_run', 'w', max_jobs => 2) \gset
+SELECT job_state.alter_queue('lim_run', concurrency_limit => 3);
+SELECT count(*) AS one_more_of_3 FROM job_state.claim('lim_run', 'w', max_jobs => 6);
+UPDATE job_state.queue SET per_key_limit = 2 WHERE name = 'lim_run';
+SELECT kind, count(job_id) AS held FROM job_state.slot WHERE scope = 'lim_run'
+ GROUP BY kind ORDER BY kind;
+SELECT count(*) AS holding_jobs FROM job_state.job
+ WHERE queue = 'lim_run' AND status = 'running' AND holds_slots;
+SELECT job_state.succeed((:'run_tokens'::job_state.claim_token[])[1]);
+SELECT count(*) AS one_for_the_freed_slot FROM job_state.claim('lim_run', 'w', max_jobs => 6);
+SELECT job_state.succeed((:'run_tokens'::job_state.claim_token[])[2]);
+SELECT count(*) AS one_more_for_the_next FROM job_state.claim('lim_run', 'w', max_jobs => 6);
+SELECT count(*) FILTER (WHERE kind = 'queue') AS queue_held,
+	   count(*) FILTER (WHERE kind = 'key') AS key_held
+  FROM job_state.slot WHERE scope = 'lim_run' AND job_id IS NOT NULL;
