@@ -97,4 +97,7 @@ BEGIN;
 SET LOCAL job_state.restore = on;
 DELETE FROM job_state.queue WHERE name = 'q_default';
 SELECT count(*) AS q_default_left FROM job_state.queue WHERE name = 'q_default';
+TRUNCATE job_state.queue;
+SELECT count(*) AS queues_left FROM job_state.queue;
 ROLLBACK;
+SELECT count(*) > 0 AS queues_back FROM job_state.queue;
