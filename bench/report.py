@@ -82,6 +82,7 @@ def point(rs):
         if [r for r in ok if fnum(r.get("wal_per_job"))] else None,
         "errors": sorted({r["error"] for r in rs if r["error"]}),
         "other": max(fnum(r.get("other_cpu", "").rstrip("%")) or 0 for r in rs),
+        "steal": max(fnum((r.get("steal") or "").rstrip("%")) or 0 for r in rs),
     }
 
 
@@ -133,6 +134,8 @@ def table(suite, rs, with_cond):
             notes.append("BACKLOG RAN DRY")
         if p["other"] >= 5:
             notes.append(f"other processes used up to {p['other']:.0f}% of the CPUs")
+        if p["steal"] >= 5:
+            notes.append(f"the hypervisor took up to {p['steal']:.0f}% of the CPUs (steal)")
         for e in p["errors"]:
             notes.append("ERROR: " + e.replace("|", "/")[:160])
         cells = ([cond] if with_cond else []) + [
@@ -144,6 +147,36 @@ def table(suite, rs, with_cond):
             fmt(p["wal"]), "; ".join(notes)]
         print("| " + " | ".join(cells) + " |")
     print()
+
+
+def run_tag(r):
+    tag = f"{r['suite']}_{r['cond']}_{r['mode']}_c{r['clients']}_{r['sync']}_r{r['rep']}"
+    return "".join(c if c.isalnum() or c in "_.=-" else "_" for c in tag)
+
+
+def cpu_minutes(r, mins):
+    """per-minute stolen CPU (% of the machine) and cluster CPU per job (us)
+    from raw/<run>.cpu, the 5-s samples "seconds steal_ticks cluster_ticks"
+    bench/run takes during a sustained run; ([], []) when there are none"""
+    p = os.path.join(out, "raw", run_tag(r) + ".cpu")
+    if not os.path.exists(p):
+        return [], []
+    samples = [tuple(map(float, ln.split())) for ln in open(p) if len(ln.split()) == 3]
+    if len(samples) < 2:
+        return [], []
+    hz, ncpu = os.sysconf("SC_CLK_TCK"), os.cpu_count()
+
+    def at(t):
+        return min(samples, key=lambda x: abs(x[0] - t))
+    steal, cpu = [], []
+    for i, rate in enumerate(mins):
+        a, b = at(60 * i), at(60 * (i + 1))
+        wall = b[0] - a[0]
+        if wall <= 0:
+            break
+        steal.append((b[1] - a[1]) / (wall * hz * ncpu) * 100)
+        cpu.append((b[2] - a[2]) / hz / (rate * wall) * 1e6 if rate else None)
+    return steal, cpu
 
 
 def minutes(r):
@@ -173,16 +206,26 @@ for suite in suites:
     elif suite == "sustained":
         print("## sustained")
         print()
-        print("| mode | clients | sync commit | backlog | mean jobs/s | first minute | last minute | last/first | lowest 5-s | highest 5-s | per-minute jobs/s | db check | waiting after | notes |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|")
-        for r in rs:
+        print("Per minute: jobs/s; steal, the share of the machine's CPU the hypervisor gave to "
+              "other guests; and the CPU the cluster's processes spent per job.  A minute that is "
+              "slow because the machine was taken away shows high steal and unchanged CPU per job; "
+              "one that is slow because the work got dearer shows CPU per job rising.")
+        print()
+        print("| mode | run | clients | sync commit | backlog | mean jobs/s | first minute | last minute | last/first | lowest 5-s | highest 5-s | per-minute jobs/s | per-minute steal % | per-minute cluster CPU us/job | CPU/job last/first | db check | waiting after | notes |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|---:|---|")
+        for r in sorted(rs, key=lambda r: (MODE_ORDER.index(r["mode"]) if r["mode"] in MODE_ORDER else 99, int(r["rep"]))):
             mins, sl = minutes(r)
             first, last = (mins[0], mins[-1]) if mins else (None, None)
+            steal, cpu = cpu_minutes(r, mins)
+            c_ratio = f"{cpu[-1] / cpu[0]:.2f}" if len(cpu) == len(mins) and cpu and cpu[0] and cpu[-1] else "-"
             print("| " + " | ".join([
-                r["mode"], r["clients"], r["sync"], r["cond"].split("=")[-1], fmt(fnum(r["jobs_s"])),
+                r["mode"], r["rep"], r["clients"], r["sync"], r["cond"].split("=")[-1], fmt(fnum(r["jobs_s"])),
                 fmt(first), fmt(last), f"{last / first:.2f}" if first else "-",
                 fmt(min(sl) if sl else None), fmt(max(sl) if sl else None),
-                " ".join(fmt(m) for m in mins), r["dbcheck"], r["waiting_after"],
+                " ".join(fmt(m) for m in mins),
+                " ".join(f"{x:.0f}" for x in steal) or "-",
+                " ".join(fmt(x) for x in cpu) or "-", c_ratio,
+                r["dbcheck"], r["waiting_after"],
                 ("ERROR: " + r["error"]) if r["error"] else ""]) + " |")
         print()
     elif suite == "soak":
