@@ -18,6 +18,7 @@ OBJS = \
 	src/fence.o \
 	src/queue.o \
 	src/queue_trigger.o \
+	src/resource.o \
 	src/sweeper.o \
 	src/notify.o \
 	src/worker.o \

@@ -373,6 +373,22 @@ CREATE TRIGGER job_state_queue_slots
 CREATE TRIGGER job_state_queue_truncate
 	BEFORE TRUNCATE ON job_state.queue
 	FOR EACH STATEMENT EXECUTE FUNCTION job_state.queue_trigger();
+CREATE FUNCTION job_state.resource_trigger()
+	RETURNS trigger
+	AS 'MODULE_PATHNAME', 'js_resource_trigger'
+	LANGUAGE C;
+COMMENT ON FUNCTION job_state.resource_trigger() IS
+	'keeps a resource that jobs name from being deleted or truncated away and every resource''s name from changing; creates the slots of a resource''s limit';
+
+CREATE TRIGGER job_state_resource
+	BEFORE UPDATE OR DELETE ON job_state.resource
+	FOR EACH ROW EXECUTE FUNCTION job_state.resource_trigger();
+CREATE TRIGGER job_state_resource_slots
+	AFTER INSERT OR UPDATE OF concurrency_limit ON job_state.resource
+	FOR EACH ROW EXECUTE FUNCTION job_state.resource_trigger();
+CREATE TRIGGER job_state_resource_truncate
+	BEFORE TRUNCATE ON job_state.resource
+	FOR EACH STATEMENT EXECUTE FUNCTION job_state.resource_trigger();
 CREATE TRIGGER job_state_fsm
 	BEFORE INSERT OR UPDATE OR DELETE ON job_state.job
 	FOR EACH ROW EXECUTE FUNCTION job_state.job_fsm_trigger();
@@ -493,6 +509,17 @@ CREATE FUNCTION job_state.create_resource(
 	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION job_state.create_resource(pg_catalog.text, pg_catalog.int4, pg_catalog.float8) IS
 	'a limit shared by all queues whose jobs name it: at most concurrency_limit running, at most max_starts_per_second starts';
+
+CREATE FUNCTION job_state.alter_resource(
+	name pg_catalog.text,
+	concurrency_limit pg_catalog.int4 DEFAULT NULL,
+	max_starts_per_second pg_catalog.float8 DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_alter_resource'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.alter_resource(pg_catalog.text, pg_catalog.int4, pg_catalog.float8) IS
+	'changes the limits it is given (a NULL argument keeps the current value)';
 
 /*
  * Jobs

@@ -320,6 +320,7 @@ extern void JsReleaseSlots(int64 job_id);
 extern void JsEnsureSlots(const char *kind, const char *scope, const char *key,
 						  int32 limit);
 extern void JsQueueLimitSlots(const char *queue, bool per_key, int32 limit);
+extern void JsResourceLimitSlots(const char *resource, bool adopt, int32 limit);
 extern int	JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
 							  Datum worker, Datum lease, int32 max_jobs,
 							  bool has_queue_limit, int32 queue_limit,

@@ -47,8 +47,6 @@
 
 #include "job_state.h"
 
-PG_FUNCTION_INFO_V1(js_create_resource);
-
 /* ensure rows 1..n of a slot scope exist */
 static JsPlan ensure_plan = {
 	"INSERT INTO job_state.slot (kind, scope, key, n)"
@@ -143,52 +141,50 @@ JsQueueLimitSlots(const char *queue, bool per_key, int32 limit)
 	JsExecute(&adopt_plan, values, NULL, false, 0);
 }
 
-static JsPlan create_resource_plan = {
-	"INSERT INTO job_state.resource (name, concurrency_limit, max_starts_per_second, tokens)"
-	" VALUES ($1, $2, $3, GREATEST(COALESCE($3, 1), 1))"
-	" ON CONFLICT (name) DO NOTHING",
-	3, {TEXTOID, INT4OID, FLOAT8OID}
+/*
+ * Running jobs naming resource $1 that hold no slot of it (they started
+ * before the limit existed or was raised) take free slots numbered up to
+ * $2, and are marked as holding slots so that leaving running frees them.
+ * A slot a claimer takes meanwhile is left to it.
+ */
+static JsPlan adopt_resource_plan = {
+	"WITH held AS ("
+	"  UPDATE job_state.job j SET holds_slots = true"
+	"   WHERE j.resource OPERATOR(pg_catalog.=) $1"
+	"    AND j.status OPERATOR(pg_catalog.=) 'running'::job_state.status"
+	"    AND NOT EXISTS (SELECT 1 FROM job_state.slot s"
+	"     WHERE s.kind OPERATOR(pg_catalog.=) 'resource' AND s.scope OPERATOR(pg_catalog.=) $1"
+	"      AND s.job_id OPERATOR(pg_catalog.=) j.id)"
+	"  RETURNING j.queue, j.id),"
+	" jobs AS (SELECT queue, id, pg_catalog.row_number() OVER (ORDER BY id) AS r FROM held),"
+	" free AS (SELECT n, pg_catalog.row_number() OVER (ORDER BY n) AS r"
+	"   FROM job_state.slot"
+	"   WHERE kind OPERATOR(pg_catalog.=) 'resource' AND scope OPERATOR(pg_catalog.=) $1"
+	"    AND key OPERATOR(pg_catalog.=) '' AND n OPERATOR(pg_catalog.<=) $2 AND job_id IS NULL)"
+	" UPDATE job_state.slot s SET job_id = jobs.id, queue = jobs.queue"
+	"  FROM jobs JOIN free USING (r)"
+	"  WHERE s.kind OPERATOR(pg_catalog.=) 'resource' AND s.scope OPERATOR(pg_catalog.=) $1"
+	"   AND s.key OPERATOR(pg_catalog.=) '' AND s.n OPERATOR(pg_catalog.=) free.n"
+	"   AND s.job_id IS NULL",
+	2, {TEXTOID, INT4OID}
 };
 
-Datum
-js_create_resource(PG_FUNCTION_ARGS)
+/*
+ * A resource's concurrency_limit was set or raised to limit (resource.c):
+ * its slots, and with adopt slots for the jobs naming it that already run
+ * (a new resource has none).  Needs SPI.
+ */
+void
+JsResourceLimitSlots(const char *resource, bool adopt, int32 limit)
 {
-	char	   *name;
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	Datum		values[2];
 
-	JsRefuseNull(fcinfo, 0, "name");
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	JsCheckName("resource", name);
-	if (!PG_ARGISNULL(1) && PG_GETARG_INT32(1) < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("concurrency_limit must be at least 1"),
-				 errdetail("The value given is %d.", PG_GETARG_INT32(1))));
-	if (!PG_ARGISNULL(2) && !(PG_GETARG_FLOAT8(2) > 0 && PG_GETARG_FLOAT8(2) <= 1e6))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_starts_per_second must be greater than 0 and at most 1000000")));
-	if (PG_ARGISNULL(1) && PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a resource needs concurrency_limit or max_starts_per_second")));
-
-	values[0] = PG_GETARG_DATUM(0);
-	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
-	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
-	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
-
-	SPI_connect();
-	if (JsExecute(&create_resource_plan, values, nulls, false, 0) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("resource \"%s\" already exists", name)));
-	if (!PG_ARGISNULL(1))
-		JsEnsureSlots("resource", name, NULL, PG_GETARG_INT32(1));
-	SPI_finish();
-	PG_RETURN_VOID();
+	JsEnsureSlots("resource", resource, NULL, limit);
+	if (!adopt)
+		return;
+	values[0] = CStringGetTextDatum(resource);
+	values[1] = Int32GetDatum(limit);
+	JsExecute(&adopt_resource_plan, values, NULL, false, 0);
 }
 
 /*

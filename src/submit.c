@@ -207,6 +207,11 @@ JsSubmitInsert(FunctionCallInfo fcinfo, Datum submitter, int64 *job_id,
 /*
  * A new job that names a resource or a concurrency key: check the resource
  * and make sure claim will find the slots it needs.
+ *
+ * The resource is looked for once the job is written, under the latest
+ * snapshot, not the statement's: a DELETE of the resource that committed
+ * while this submit waited for the job table is seen, and one that comes
+ * later waits for this transaction and then finds its job (resource.c).
  */
 static void
 JsSubmitLimits(FunctionCallInfo fcinfo, const char *queue)
@@ -215,8 +220,13 @@ JsSubmitLimits(FunctionCallInfo fcinfo, const char *queue)
 
 	if (!PG_ARGISNULL(8))
 	{
+		bool		exists;
+
 		arg = PG_GETARG_DATUM(8);
-		if (JsExecute(&resource_exists_plan, &arg, NULL, true, 1) == 0)
+		PushActiveSnapshot(GetLatestSnapshot());
+		exists = JsExecute(&resource_exists_plan, &arg, NULL, true, 1) > 0;
+		PopActiveSnapshot();
+		if (!exists)
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 					 errmsg("resource \"%s\" does not exist",

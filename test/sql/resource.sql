@@ -1,0 +1,115 @@
+-- resources: alter_resource, slots that follow the limit, and the guard
+-- that keeps a resource its jobs name
+SET client_min_messages = warning;
+DROP EXTENSION job_state CASCADE;
+RESET client_min_messages;
+CREATE EXTENSION job_state;
+\set VERBOSITY sqlstate
+
+SELECT job_state.create_queue('rq');
+SELECT job_state.create_queue('rq2');
+
+-- create_resource makes the slots of its limit (by its AFTER INSERT trigger)
+SELECT job_state.create_resource('gpu', 2);
+SELECT count(*) AS slots FROM job_state.slot WHERE kind = 'resource' AND scope = 'gpu';
+SELECT count(*) FROM (SELECT job_state.submit(q, jsonb_build_object('n', i), resource => 'gpu')
+                        FROM generate_series(1, 4) i, unnest(ARRAY['rq', 'rq2']) q) s;
+SELECT count(*) AS started_at_2 FROM job_state.claim('rq', 'w', max_jobs => 10);
+SELECT count(*) AS none_in_rq2 FROM job_state.claim('rq2', 'w', max_jobs => 10);
+
+-- alter_resource raises the limit: the new slots are used at once
+SELECT job_state.alter_resource('gpu', concurrency_limit => 3);
+SELECT count(*) AS slots FROM job_state.slot WHERE kind = 'resource' AND scope = 'gpu';
+SELECT count(*) AS one_more FROM job_state.claim('rq2', 'w', max_jobs => 10);
+-- a NULL keeps the value; the rate is set on its own
+SELECT job_state.alter_resource('gpu', max_starts_per_second => 50);
+SELECT concurrency_limit, max_starts_per_second FROM job_state.resource WHERE name = 'gpu';
+-- raw SQL too
+UPDATE job_state.resource SET concurrency_limit = 4 WHERE name = 'gpu';
+SELECT count(*) AS one_more_by_raw_sql FROM job_state.claim('rq2', 'w', max_jobs => 10);
+SELECT count(*) AS held FROM job_state.slot
+ WHERE kind = 'resource' AND scope = 'gpu' AND job_id IS NOT NULL;
+-- lowered: the slots above stay, unused
+SELECT job_state.alter_resource('gpu', concurrency_limit => 1);
+SELECT count(*) AS slots_kept FROM job_state.slot WHERE kind = 'resource' AND scope = 'gpu';
+SELECT count(*) AS nothing_starts_at_1 FROM job_state.claim('rq', 'w');
+
+-- a resource created with only a rate has no slots; a limit set later
+-- counts the jobs already running (they take free slots and hold them)
+SELECT job_state.create_resource('api', NULL, 1000);
+SELECT count(*) FROM (SELECT job_state.submit('rq', jsonb_build_object('api', i), resource => 'api')
+                        FROM generate_series(1, 5) i) s;
+SELECT array_agg(token ORDER BY job_id) AS api_tokens
+  FROM job_state.claim('rq', 'api-worker', max_jobs => 2) c
+  JOIN job_state.job j ON j.id = c.job_id AND j.resource = 'api' \gset
+SELECT count(*) AS api_running FROM job_state.job WHERE resource = 'api' AND status = 'running';
+SELECT job_state.alter_resource('api', concurrency_limit => 3);
+SELECT count(job_id) AS adopted FROM job_state.slot WHERE kind = 'resource' AND scope = 'api';
+SELECT count(*) AS holding FROM job_state.job
+ WHERE resource = 'api' AND status = 'running' AND holds_slots;
+SELECT count(*) AS one_more_of_3 FROM job_state.claim('rq', 'w', max_jobs => 10) c
+  JOIN job_state.job j ON j.id = c.job_id AND j.resource = 'api';
+SELECT count(*) AS at_limit FROM job_state.claim('rq', 'w', max_jobs => 10) c
+  JOIN job_state.job j ON j.id = c.job_id AND j.resource = 'api';
+-- an adopted slot is freed as any other
+SELECT job_state.succeed((:'api_tokens'::job_state.claim_token[])[1]);
+SELECT count(*) AS one_for_the_freed_slot FROM job_state.claim('rq', 'w', max_jobs => 10) c
+  JOIN job_state.job j ON j.id = c.job_id AND j.resource = 'api';
+
+-- errors of alter_resource
+SELECT job_state.alter_resource('nope', 2);
+SELECT job_state.alter_resource('gpu', 0);
+SELECT job_state.alter_resource('gpu', NULL, -1);
+SELECT job_state.alter_resource(NULL, 1);
+SELECT job_state.create_resource('gpu', 1);
+\set VERBOSITY default
+SELECT job_state.alter_resource('nope', 2);
+\set VERBOSITY sqlstate
+
+-- a resource jobs name is neither deleted, nor truncated away, nor renamed
+DELETE FROM job_state.resource WHERE name = 'gpu';
+TRUNCATE job_state.resource;
+UPDATE job_state.resource SET name = 'gpu2' WHERE name = 'gpu';
+\set VERBOSITY default
+DELETE FROM job_state.resource WHERE name = 'gpu';
+TRUNCATE job_state.resource;
+UPDATE job_state.resource SET name = 'gpu2' WHERE name = 'gpu';
+\set VERBOSITY sqlstate
+-- also not while the job naming it is only in this transaction
+SELECT job_state.create_resource('fresh', 1);
+BEGIN;
+SELECT count(*) FROM job_state.submit('rq', '{"fresh": 1}', resource => 'fresh');
+DELETE FROM job_state.resource WHERE name = 'fresh';
+ROLLBACK;
+-- finished jobs name it as well (a redrive would bring them back)
+SELECT job_state.create_queue('rq3');
+SELECT job_state.create_resource('once', 1);
+SELECT job_id AS once_job FROM job_state.submit('rq3', '{"once": 1}', resource => 'once') \gset
+SELECT job_state.succeed(c.token) FROM job_state.claim('rq3', 'w') c;
+SELECT status FROM job_state.job WHERE id = :once_job;
+DELETE FROM job_state.resource WHERE name = 'once';
+-- once purged, the resource and its slots go
+SELECT job_state.purge('0') >= 1 AS purged;
+DELETE FROM job_state.resource WHERE name = 'once';
+SELECT count(*) AS once_slots FROM job_state.slot WHERE scope = 'once';
+-- a resource no job ever named leaves at once
+DELETE FROM job_state.resource WHERE name = 'fresh';
+SELECT count(*) AS fresh_slots FROM job_state.slot WHERE scope = 'fresh';
+-- the limits may change freely
+UPDATE job_state.resource SET max_starts_per_second = 10 WHERE name = 'gpu';
+
+-- submit after the resource is gone: JS008
+SELECT job_state.create_resource('gone', 1);
+DELETE FROM job_state.resource WHERE name = 'gone';
+SELECT job_state.submit('rq', '{"gone": 1}', resource => 'gone');
+
+-- restore mode (superuser) lets a dump be replayed or repaired as it is
+SET job_state.restore = on;
+UPDATE job_state.resource SET concurrency_limit = 10 WHERE name = 'gpu';
+SELECT count(*) AS no_new_slots_in_restore FROM job_state.slot
+ WHERE kind = 'resource' AND scope = 'gpu';
+DELETE FROM job_state.job WHERE resource IS NOT NULL;
+RESET job_state.restore;
+-- no job names a resource now: TRUNCATE goes, and takes the slots along
+TRUNCATE job_state.resource;
+SELECT count(*) AS resource_slots FROM job_state.slot WHERE kind = 'resource';
