@@ -30,6 +30,9 @@
  * Slots above a lowered limit stay and go unused (claim takes only slot
  * numbers up to the limit).
  *
+ * Once a job of the queue named a resource, uses_resources stays set: it is
+ * what sends claim down the slot-taking path (limits.c).
+ *
  * job_state.restore lets a superuser replay or repair a dump as it is: the
  * dump brings the slots with it.
  *
@@ -195,17 +198,32 @@ js_queue_trigger(PG_FUNCTION_ARGS)
 	{
 		HeapTuple	new = trigdata->tg_newtuple;
 		Datum		new_name = heap_getattr(new, name_att, desc, &isnull);
+		int			uses_att = JsColumnNumber(rel, "uses_resources");
 
-		if (!js_restore &&
-			(!datumIsEqual(name, new_name, false, -1) ||
-			 DatumGetInt32(heap_getattr(old, id_att, desc, &isnull)) !=
-			 DatumGetInt32(heap_getattr(new, id_att, desc, &isnull))))
+		if (js_restore)
+			return PointerGetDatum(new);
+		if (!datumIsEqual(name, new_name, false, -1) ||
+			DatumGetInt32(heap_getattr(old, id_att, desc, &isnull)) !=
+			DatumGetInt32(heap_getattr(new, id_att, desc, &isnull)))
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 					 errmsg("the name and id of queue \"%s\" cannot change",
 							TextDatumGetCString(name)),
 					 errdetail("Jobs name their queue, and claim tokens carry its id."),
 					 errhint("Create a queue under the new name with job_state.create_queue().")));
+
+		/*
+		 * uses_resources sends claim down the slot-taking path once a job of
+		 * the queue named a resource; cleared, claim would ignore the
+		 * resources' limits.
+		 */
+		if (DatumGetBool(heap_getattr(old, uses_att, desc, &isnull)) &&
+			!DatumGetBool(heap_getattr(new, uses_att, desc, &isnull)))
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+					 errmsg("uses_resources of queue \"%s\" cannot be cleared",
+							TextDatumGetCString(name)),
+					 errdetail("Jobs of the queue have named a resource, and claim must count them against its limits.")));
 		return PointerGetDatum(new);
 	}
 

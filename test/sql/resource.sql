@@ -70,10 +70,13 @@ SELECT job_state.alter_resource('nope', 2);
 DELETE FROM job_state.resource WHERE name = 'gpu';
 TRUNCATE job_state.resource;
 UPDATE job_state.resource SET name = 'gpu2' WHERE name = 'gpu';
+-- a queue whose jobs named a resource keeps taking the slot path
+UPDATE job_state.queue SET uses_resources = false WHERE name = 'rq';
 \set VERBOSITY default
 DELETE FROM job_state.resource WHERE name = 'gpu';
 TRUNCATE job_state.resource;
 UPDATE job_state.resource SET name = 'gpu2' WHERE name = 'gpu';
+UPDATE job_state.queue SET uses_resources = false WHERE name = 'rq';
 \set VERBOSITY sqlstate
 -- also not while the job naming it is only in this transaction
 SELECT job_state.create_resource('fresh', 1);
