@@ -381,7 +381,7 @@ COMMENT ON FUNCTION job_state.resource_trigger() IS
 	'keeps a resource that jobs name from being deleted or truncated away and every resource''s name from changing; creates the slots of a resource''s limit';
 
 CREATE TRIGGER job_state_resource
-	BEFORE UPDATE OR DELETE ON job_state.resource
+	BEFORE UPDATE OF name OR DELETE ON job_state.resource
 	FOR EACH ROW EXECUTE FUNCTION job_state.resource_trigger();
 CREATE TRIGGER job_state_resource_slots
 	AFTER INSERT OR UPDATE OF concurrency_limit ON job_state.resource

@@ -38,7 +38,6 @@
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "job_state.h"
@@ -685,8 +684,7 @@ js_job_truncate_trigger(PG_FUNCTION_ARGS)
 	 */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "job_state_truncate: SPI_connect failed");
-	PushActiveSnapshot(GetLatestSnapshot());
-	if (JsExecute(&live_job_plan, NULL, NULL, true, 1) > 0)
+	if (JsExecuteLatest(&live_job_plan, NULL, NULL, 1) > 0)
 	{
 		int64		job_id = JsGetInt64(0, 1, NULL);
 
@@ -697,7 +695,6 @@ js_job_truncate_trigger(PG_FUNCTION_ARGS)
 				 errdetail("Job %lld is not finished.", (long long) job_id),
 				 errhint("Finished jobs are removed with job_state.purge().")));
 	}
-	PopActiveSnapshot();
 	SPI_finish();
 	return PointerGetDatum(NULL);
 }

@@ -292,6 +292,8 @@ typedef struct JsPlan
 
 extern int	JsExecute(JsPlan *plan, Datum *values, const char *nulls,
 					  bool read_only, long count);
+extern int	JsExecuteLatest(JsPlan *plan, Datum *values, const char *nulls,
+							long count);
 extern bool JsGetBool(int row, int col);
 extern int32 JsGetInt32(int row, int col, bool *isnull);
 extern int64 JsGetInt64(int row, int col, bool *isnull);

@@ -45,7 +45,6 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 
 #include "job_state.h"
 
@@ -77,16 +76,10 @@ static JsPlan drop_slots_plan = {
 static bool
 JsQueueHasJob(Datum queue)
 {
-	bool		found;
-
 	LockRelationOid(JsOwnRelid("job"), ShareLock);
-	PushActiveSnapshot(GetLatestSnapshot());
 	if (queue != (Datum) 0)
-		found = JsExecute(&queue_job_plan, &queue, NULL, true, 1) > 0;
-	else
-		found = JsExecute(&any_job_plan, NULL, NULL, true, 1) > 0;
-	PopActiveSnapshot();
-	return found;
+		return JsExecuteLatest(&queue_job_plan, &queue, NULL, 1) > 0;
+	return JsExecuteLatest(&any_job_plan, NULL, NULL, 1) > 0;
 }
 
 /* the job JsQueueHasJob found: JS003 */

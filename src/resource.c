@@ -43,13 +43,15 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 
 #include "job_state.h"
 
 PG_FUNCTION_INFO_V1(js_create_resource);
 PG_FUNCTION_INFO_V1(js_alter_resource);
 PG_FUNCTION_INFO_V1(js_resource_trigger);
+
+#define JS_RESOURCE_IN_USE_HINT \
+	"A resource leaves only once no job names it: remove finished jobs with job_state.purge(), resolve unknown ones with job_state.reconcile() first."
 
 static JsPlan create_resource_plan = {
 	"INSERT INTO job_state.resource (name, concurrency_limit, max_starts_per_second, tokens)"
@@ -177,13 +179,9 @@ static void
 JsRefuseResourceInUse(Datum resource)
 {
 	char		nulls[1] = {resource == (Datum) 0 ? 'n' : ' '};
-	bool		found;
 
 	LockRelationOid(JsOwnRelid("job"), ShareLock);
-	PushActiveSnapshot(GetLatestSnapshot());
-	found = JsExecute(&naming_job_plan, &resource, nulls, true, 1) > 0;
-	PopActiveSnapshot();
-	if (!found)
+	if (JsExecuteLatest(&naming_job_plan, &resource, nulls, 1) == 0)
 		return;
 	if (resource != (Datum) 0)
 		ereport(ERROR,
@@ -193,14 +191,14 @@ JsRefuseResourceInUse(Datum resource)
 				 errdetail("Job %lld of queue \"%s\" names it and is %s.",
 						   (long long) JsGetInt64(0, 1, NULL), JsGetText(0, 3),
 						   JsGetText(0, 2)),
-				 errhint("A resource leaves only once no job names it: remove finished jobs with job_state.purge(), resolve unknown ones with job_state.reconcile() first.")));
+				 errhint(JS_RESOURCE_IN_USE_HINT)));
 	ereport(ERROR,
 			(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 			 errmsg("cannot truncate job_state.resource while jobs name a resource"),
 			 errdetail("Job %lld of queue \"%s\" names resource \"%s\" and is %s.",
 					   (long long) JsGetInt64(0, 1, NULL), JsGetText(0, 3),
 					   JsGetText(0, 4), JsGetText(0, 2)),
-			 errhint("A resource leaves only once no job names it: remove finished jobs with job_state.purge(), resolve unknown ones with job_state.reconcile() first.")));
+			 errhint(JS_RESOURCE_IN_USE_HINT)));
 }
 
 /* concurrency_limit of a resource row, or 0 when NULL */

@@ -19,6 +19,7 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/snapmgr.h"
 
 #include "job_state.h"
 
@@ -68,6 +69,23 @@ JsExecute(JsPlan *plan, Datum *values, const char *nulls, bool read_only,
 		elog(ERROR, "job_state: SPI_execute_plan failed: %s",
 			 SPI_result_code_string(rc));
 	return (int) SPI_processed;
+}
+
+/*
+ * JsExecute, read-only, under the latest snapshot rather than the
+ * statement's: for a check that must see rows committed while the caller
+ * waited for a lock (a TRUNCATE, a SHARE lock on the job table, a submit
+ * that waited for one of those).
+ */
+int
+JsExecuteLatest(JsPlan *plan, Datum *values, const char *nulls, long count)
+{
+	int			n;
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	n = JsExecute(plan, values, nulls, true, count);
+	PopActiveSnapshot();
+	return n;
 }
 
 static Datum

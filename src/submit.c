@@ -220,13 +220,8 @@ JsSubmitLimits(FunctionCallInfo fcinfo, const char *queue)
 
 	if (!PG_ARGISNULL(8))
 	{
-		bool		exists;
-
 		arg = PG_GETARG_DATUM(8);
-		PushActiveSnapshot(GetLatestSnapshot());
-		exists = JsExecute(&resource_exists_plan, &arg, NULL, true, 1) > 0;
-		PopActiveSnapshot();
-		if (!exists)
+		if (JsExecuteLatest(&resource_exists_plan, &arg, NULL, 1) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 					 errmsg("resource \"%s\" does not exist",
