@@ -18,12 +18,17 @@
  *	  every older token dies at once;
  *	- DELETE only of finished jobs (succeeded, failed, cancelled), and only
  *	  through purge().
+ * A job's resource and concurrency key change only while it waits.
  * job_state_event (AFTER ROW) appends to job_state.job_event whenever the
- * status or the generation changes, and frees the concurrency slots of a
- * job that left running.  TRUNCATE is refused while live jobs
- * exist.  job_state.restore (superuser only) lets a dump be replayed.
+ * status or the generation changes, frees the concurrency slots of a job
+ * that left running, and has a job that names a resource or a concurrency
+ * key counted by its limits (limits.c: the resource must exist, the queue
+ * is marked for the slot-taking claim, a new key gets its slots).  TRUNCATE
+ * is refused while live jobs exist.  job_state.restore (superuser only)
+ * lets a dump be replayed.
  *
- * The triggers take no locks beyond those of the statement that fires them.
+ * The triggers take no locks beyond those of the statement that fires them,
+ * except the queue row the first job naming a resource marks.
  *
  *-------------------------------------------------------------------------
  */
@@ -262,6 +267,17 @@ JsRefuseChange(int64 job_id, const char *column)
 }
 
 static void
+JsRefuseLimitChange(int64 job_id, const char *column, JsStatus to)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+			 errmsg("column \"%s\" of job %lld cannot change when the job is %s",
+					column, (long long) job_id, js_status_names[to]),
+			 errdetail("A job's resource and concurrency key can change only while it waits (accepted), because the slots of a running job are those it started with."),
+			 errhint("Change them on a waiting job, or in the same update that re-runs it.")));
+}
+
+static void
 JsRefuseDecrease(int64 job_id, const char *column, int64 oldval, int64 newval)
 {
 	ereport(ERROR,
@@ -424,6 +440,15 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 	if (!JsSameValue(oldtup, newtup, tupdesc, cols->input_hash))
 		JsRefuseChange(job_id, "input_hash");
 
+	/* what a start needs from the limits is fixed once the job may run */
+	if (to != JS_ACCEPTED)
+	{
+		if (!JsSameValue(oldtup, newtup, tupdesc, cols->resource))
+			JsRefuseLimitChange(job_id, "resource", to);
+		if (!JsSameValue(oldtup, newtup, tupdesc, cols->concurrency_key))
+			JsRefuseLimitChange(job_id, "concurrency_key", to);
+	}
+
 	/* succeeded is final: only late spend may still be recorded */
 	if (from == JS_SUCCEEDED)
 	{
@@ -585,6 +610,24 @@ js_job_fsm_trigger(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Whether newtup names a resource or a concurrency key that oldtup (NULL
+ * for an insert) did not.
+ */
+static bool
+JsNamesNewLimit(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
+				HeapTuple oldtup)
+{
+	int			attnums[2] = {cols->resource, cols->concurrency_key};
+	int			i;
+
+	for (i = 0; i < 2; i++)
+		if (!heap_attisnull(newtup, attnums[i], tupdesc) &&
+			(oldtup == NULL || !JsSameValue(oldtup, newtup, tupdesc, attnums[i])))
+			return true;
+	return false;
+}
+
+/*
  * job_state_event (AFTER ROW): one job_event row per change of status or
  * generation (event.c), and the concurrency slots of a job that left
  * running go back (limits.c).
@@ -627,6 +670,23 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 			JsReleaseSlots(JsTupleJobId(cols, oldtup, tupdesc));
 			SPI_finish();
 		}
+	}
+
+	/* a restore brings the slots and the queue's flag with it */
+	if (!js_restore &&
+		JsNamesNewLimit(cols, tupdesc, newtup,
+						TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_trigtuple : NULL))
+	{
+		Datum		queue = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
+		bool		no_resource;
+		bool		no_key;
+		Datum		resource = heap_getattr(newtup, cols->resource, tupdesc, &no_resource);
+		Datum		key = heap_getattr(newtup, cols->concurrency_key, tupdesc, &no_key);
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "job_state_event: SPI_connect failed");
+		JsJobNamesLimits(queue, resource, !no_resource, key, !no_key);
+		SPI_finish();
 	}
 
 	/* a restore brings the history with it */

@@ -319,6 +319,8 @@ extern char *JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent);
 
 /* limits.c */
 extern void JsReleaseSlots(int64 job_id);
+extern void JsJobNamesLimits(Datum queue, Datum resource, bool has_resource,
+							 Datum key, bool has_key);
 extern void JsEnsureSlots(const char *kind, const char *scope, const char *key,
 						  int32 limit);
 extern void JsQueueLimitSlots(const char *queue, bool per_key, int32 limit);

@@ -121,6 +121,57 @@ static JsPlan adopt_plan = {
 	3, {TEXTOID, INT4OID, TEXTOID}
 };
 
+static JsPlan resource_exists_plan = {
+	"SELECT 1 FROM job_state.resource WHERE name = $1",
+	1, {TEXTOID}
+};
+
+/* claim takes the slot path in queues with jobs that name a resource */
+static JsPlan uses_resources_plan = {
+	"UPDATE job_state.queue SET uses_resources = true"
+	" WHERE name = $1 AND NOT uses_resources",
+	1, {TEXTOID}
+};
+
+static JsPlan per_key_limit_plan = {
+	"SELECT per_key_limit FROM job_state.queue"
+	" WHERE name = $1 AND per_key_limit IS NOT NULL",
+	1, {TEXTOID}
+};
+
+/*
+ * A job of queue was written naming a resource or a concurrency key it did
+ * not name before (the job's AFTER trigger, fsm.c: submit and raw SQL
+ * alike).  The resource must exist, claim must take the slot path in the
+ * queue, and a key of a queue with a per-key limit needs its slots; a job
+ * that named a resource without being counted, or a key without slots,
+ * would start past the limit or never.
+ *
+ * The resource is looked for under the latest snapshot, not the
+ * statement's: a DELETE of it that committed while this write waited for
+ * the job table is seen, and one that comes later waits for this
+ * transaction and then finds the job (resource.c).  Needs SPI.
+ */
+void
+JsJobNamesLimits(Datum queue, Datum resource, bool has_resource,
+				 Datum key, bool has_key)
+{
+	if (has_resource)
+	{
+		if (JsExecuteLatest(&resource_exists_plan, &resource, NULL, 1) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+					 errmsg("resource \"%s\" does not exist",
+							TextDatumGetCString(resource)),
+					 errhint("Create it with job_state.create_resource().")));
+		JsExecute(&uses_resources_plan, &queue, NULL, false, 0);
+	}
+	if (has_key &&
+		JsExecute(&per_key_limit_plan, &queue, NULL, true, 1) == 1)
+		JsEnsureSlots("key", TextDatumGetCString(queue),
+					  TextDatumGetCString(key), JsGetInt32(0, 1, NULL));
+}
+
 /*
  * A queue's concurrency_limit (per_key = false) or per_key_limit was set
  * or raised to limit: the slots it needs, and slots for the jobs already

@@ -68,24 +68,6 @@ static JsPlan existing_plan = {
 	2, {TEXTOID, TEXTOID}
 };
 
-static JsPlan resource_exists_plan = {
-	"SELECT 1 FROM job_state.resource WHERE name = $1",
-	1, {TEXTOID}
-};
-
-/* claim takes the slot path in queues with jobs that name a resource */
-static JsPlan uses_resources_plan = {
-	"UPDATE job_state.queue SET uses_resources = true"
-	" WHERE name = $1 AND NOT uses_resources",
-	1, {TEXTOID}
-};
-
-static JsPlan per_key_limit_plan = {
-	"SELECT per_key_limit FROM job_state.queue"
-	" WHERE name = $1 AND per_key_limit IS NOT NULL",
-	1, {TEXTOID}
-};
-
 /* submit's arguments, in order */
 enum
 {
@@ -204,41 +186,6 @@ JsSubmitInsert(FunctionCallInfo fcinfo, Datum submitter, int64 *job_id,
 	return inserted;
 }
 
-/*
- * A new job that names a resource or a concurrency key: check the resource
- * and make sure claim will find the slots it needs.
- *
- * The resource is looked for once the job is written, under the latest
- * snapshot, not the statement's: a DELETE of the resource that committed
- * while this submit waited for the job table is seen, and one that comes
- * later waits for this transaction and then finds its job (resource.c).
- */
-static void
-JsSubmitLimits(FunctionCallInfo fcinfo, const char *queue)
-{
-	Datum		arg;
-
-	if (!PG_ARGISNULL(8))
-	{
-		arg = PG_GETARG_DATUM(8);
-		if (JsExecuteLatest(&resource_exists_plan, &arg, NULL, 1) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-					 errmsg("resource \"%s\" does not exist",
-							text_to_cstring(PG_GETARG_TEXT_PP(8))),
-					 errhint("Create it with job_state.create_resource().")));
-		arg = CStringGetTextDatum(queue);
-		JsExecute(&uses_resources_plan, &arg, NULL, false, 0);
-	}
-	if (!PG_ARGISNULL(9))
-	{
-		arg = CStringGetTextDatum(queue);
-		if (JsExecute(&per_key_limit_plan, &arg, NULL, true, 1) == 1)
-			JsEnsureSlots("key", queue, text_to_cstring(PG_GETARG_TEXT_PP(9)),
-						  JsGetInt32(0, 1, NULL));
-	}
-}
-
 Datum
 js_submit(PG_FUNCTION_ARGS)
 {
@@ -289,12 +236,6 @@ js_submit(PG_FUNCTION_ARGS)
 			out[0] = Int64GetDatum(job_id);
 			out[1] = BoolGetDatum(true);
 			out[2] = status;
-			if (!PG_ARGISNULL(ARG_RESOURCE) || !PG_ARGISNULL(ARG_CONCURRENCY_KEY))
-			{
-				SPI_connect();
-				JsSubmitLimits(fcinfo, queue);
-				SPI_finish();
-			}
 			JsNotifyNewJob(queue);
 			break;
 		}

@@ -106,6 +106,39 @@ SELECT job_state.create_resource('gone', 1);
 DELETE FROM job_state.resource WHERE name = 'gone';
 SELECT job_state.submit('rq', '{"gone": 1}', resource => 'gone');
 
+-- raw SQL is counted as submit is: a job inserted naming a resource marks
+-- its queue for the slot-taking claim, so the limit holds
+SELECT job_state.create_queue('raw_rq');
+SELECT job_state.create_resource('raw_gpu', 1);
+SELECT uses_resources FROM job_state.queue WHERE name = 'raw_rq';
+INSERT INTO job_state.job (queue, input, input_hash, resource)
+  SELECT 'raw_rq', jsonb_build_object('raw', i), '\x00', 'raw_gpu' FROM generate_series(1, 3) i;
+SELECT uses_resources FROM job_state.queue WHERE name = 'raw_rq';
+SELECT count(*) AS one_of_3_raw FROM job_state.claim('raw_rq', 'w', max_jobs => 10);
+-- a job that names no resource yet, then gets one while it waits
+SELECT job_state.create_queue('raw_rq2');
+SELECT job_id AS later_job FROM job_state.submit('raw_rq2', '{"later": 1}') \gset
+UPDATE job_state.job SET resource = 'raw_gpu' WHERE id = :later_job;
+SELECT uses_resources FROM job_state.queue WHERE name = 'raw_rq2';
+SELECT count(*) AS none_while_raw_gpu_is_full FROM job_state.claim('raw_rq2', 'w');
+-- a resource that does not exist is refused, inserted or set
+INSERT INTO job_state.job (queue, input, input_hash, resource) VALUES ('raw_rq', '{}', '\x00', 'nope');
+UPDATE job_state.job SET resource = 'nope' WHERE id = :later_job;
+-- once the job may run, its resource and key are fixed
+SELECT id AS run_job FROM job_state.job WHERE queue = 'raw_rq' AND status = 'running' \gset
+UPDATE job_state.job SET resource = NULL WHERE id = :run_job;
+UPDATE job_state.job SET concurrency_key = 'k' WHERE id = :run_job;
+\set VERBOSITY default
+INSERT INTO job_state.job (queue, input, input_hash, resource) VALUES ('raw_rq', '{}', '\x00', 'nope');
+UPDATE job_state.job SET resource = NULL WHERE id = :run_job;
+\set VERBOSITY sqlstate
+-- a key inserted by raw SQL into a queue with a per-key limit gets its slots
+SELECT job_state.create_queue('raw_keyed', per_key_limit => 1);
+INSERT INTO job_state.job (queue, input, input_hash, concurrency_key)
+  SELECT 'raw_keyed', jsonb_build_object('k', i), '\x00', 'tenant' FROM generate_series(1, 2) i;
+SELECT count(*) AS tenant_slots FROM job_state.slot WHERE kind = 'key' AND scope = 'raw_keyed';
+SELECT count(*) AS one_per_key FROM job_state.claim('raw_keyed', 'w', max_jobs => 10);
+
 -- restore mode (superuser) lets a dump be replayed or repaired as it is
 SET job_state.restore = on;
 UPDATE job_state.resource SET concurrency_limit = 10 WHERE name = 'gpu';
