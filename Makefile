@@ -26,7 +26,7 @@ OBJS = \
 	src/schedule.o \
 	src/purge.o \
 	src/operation.o \
-	src/limits.o
+	src/limits.o src/slot.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 

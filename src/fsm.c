@@ -630,7 +630,7 @@ JsNamesNewLimit(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
 /*
  * job_state_event (AFTER ROW): one job_event row per change of status or
  * generation (event.c), and the concurrency slots of a job that left
- * running go back (limits.c).
+ * running go back (slot.c).
  */
 Datum
 js_job_event_trigger(PG_FUNCTION_ARGS)
@@ -664,12 +664,7 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 		/* the BEFORE trigger cleared holds_slots when the job left running */
 		held = DatumGetBool(heap_getattr(oldtup, cols->holds_slots, tupdesc, &isnull));
 		if (held && to != JS_RUNNING && !js_restore)
-		{
-			if (SPI_connect() != SPI_OK_CONNECT)
-				elog(ERROR, "job_state_event: SPI_connect failed");
 			JsReleaseSlots(JsTupleJobId(cols, oldtup, tupdesc));
-			SPI_finish();
-		}
 	}
 
 	/* a restore brings the slots and the queue's flag with it */

@@ -317,8 +317,27 @@ extern void JsCheckStartAllowed(int64 job_id, int32 attempts, bool has_max,
 								TimestampTz deadline, Jsonb *budget, Jsonb *spent);
 extern char *JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent);
 
-/* limits.c */
+/*
+ * slot.c: a concurrency slot row a claim has locked.  A slot taken for a
+ * job that then could not start stays locked until the transaction ends,
+ * so it is kept as a spare for the next job of the same scope: a claim
+ * never holds more than one unused slot per scope.
+ */
+typedef struct JsSlot
+{
+	const char *kind;
+	char	   *scope;
+	char	   *key;
+	int32		n;				/* 0: none */
+	ItemPointerData tid;		/* the row, as locked */
+} JsSlot;
+
+extern bool JsSlotLockFree(JsSlot *slot, const char *kind, const char *scope,
+						   const char *key, int32 limit);
+extern void JsSlotHold(JsSlot *slot, int64 job_id, const char *queue);
 extern void JsReleaseSlots(int64 job_id);
+
+/* limits.c */
 extern void JsJobNamesLimits(Datum queue, Datum resource, bool has_resource,
 							 Datum key, bool has_key);
 extern void JsEnsureSlots(const char *kind, const char *scope, const char *key,

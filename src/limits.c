@@ -8,25 +8,27 @@
  * (create_resource's concurrency_limit, shared by every queue whose jobs
  * name it) or 'key' (queue option per_key_limit, one set per concurrency
  * key, created on first submit of the key).  A job may start only holding
- * one free slot of each limit that applies to it; claim takes slots with
- * FOR UPDATE SKIP LOCKED, so claimers never wait for one another and never
- * serialise on a single hot row: a slot another claimer is taking or a
- * finishing job is freeing is simply skipped.  Under READ COMMITTED the row
- * lock re-checks "job_id IS NULL" on the newest version, so a slot taken by
- * a claimer that committed after our snapshot is never taken twice.  The
+ * one free slot of each limit that applies to it; claim takes slots as
+ * FOR NO KEY UPDATE SKIP LOCKED does (slot.c), so claimers never wait for
+ * one another and never serialise on a single hot row: a slot another
+ * claimer is taking or a finishing job is freeing is simply skipped, and a
+ * slot is taken only as its newest, free version, so never twice.  The
  * number of running jobs of a scope therefore never exceeds its N.
  *
  * Slots are freed by the job trigger when a job leaves running (succeed,
  * fail, retry, cancel, lease expiry, raw SQL alike): the BEFORE trigger
- * clears job.holds_slots and the AFTER trigger (fsm.c) releases the rows.
+ * clears job.holds_slots and the AFTER trigger (fsm.c) releases the rows
+ * (slot.c).
  *
  * max_starts_per_second is a token bucket on the resource row (burst: one
  * second's worth, at least 1).  A claimer that finds the row locked by
  * another claimer skips the job: claim returns fewer jobs, never waits.
  *
- * The slots are found and taken with SQL statements; the job itself is
- * locked, judged (attempts, deadline, budget) and moved to running without
- * a statement, by the same code as an unlimited claim (JsTakeJob, take.c).
+ * The candidates are read with one SQL statement per claim, the resource's
+ * limits and bucket with SQL; the slots are locked, held and freed without
+ * a statement (slot.c), and the job itself is locked, judged (attempts,
+ * deadline, budget) and moved to running by the same code as an unlimited
+ * claim (JsTakeJob, take.c).
  *
  * Locks, in order, per job: a queue slot, a resource slot, a key slot, the
  * job row, the resource's bucket row; all SKIP LOCKED.  A slot taken for a
@@ -242,16 +244,6 @@ JsResourceLimitSlots(const char *resource, bool adopt, int32 limit)
  * The slow claim path, for queues with a limit or jobs naming a resource.
  */
 
-/* a free slot of a scope, locked */
-static JsPlan free_slot_plan = {
-	"SELECT n FROM job_state.slot"
-	" WHERE kind = $1 AND scope = $2 AND key = $3 AND job_id IS NULL"
-	"  AND n OPERATOR(pg_catalog.<=) $4"
-	" ORDER BY n LIMIT 1"
-	" FOR UPDATE SKIP LOCKED",
-	4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}
-};
-
 /* ready jobs of queue $1 satisfying cond, in claim order, not locked */
 #define JS_SQL_CANDIDATES(cond) \
 	"SELECT j.id, j.resource, j.concurrency_key, j.priority, j.run_after" \
@@ -305,70 +297,16 @@ static JsPlan take_token_plan = {
 	2, {TEXTOID, FLOAT8OID}
 };
 
-static JsPlan hold_slot_plan = {
-	"UPDATE job_state.slot SET job_id = $5, queue = $6"
-	" WHERE kind = $1 AND scope = $2 AND key = $3 AND n = $4",
-	6, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID, TEXTOID}
-};
-
-static JsPlan release_plan = {
-	"UPDATE job_state.slot SET job_id = NULL, queue = NULL"
-	" WHERE job_id = $1",
-	1, {INT8OID}
-};
-
-/*
- * A slot this claim has locked.  A slot taken for a job that then could not
- * start stays locked until the transaction ends, so it is kept as a spare
- * for the next job of the same scope: a claim never holds more than one
- * unused slot per scope.
- */
-typedef struct JsSlot
-{
-	const char *kind;
-	char	   *scope;
-	char	   *key;
-	int32		n;				/* 0: none */
-} JsSlot;
 
 static bool
 JsSlotFor(JsSlot *slot, const char *kind, const char *scope, const char *key,
 		  int32 limit)
 {
-	Datum		values[4];
-
 	if (slot->n != 0 && strcmp(slot->scope, scope) == 0 &&
 		strcmp(slot->key, key ? key : "") == 0)
 		return true;			/* the spare fits */
-	values[0] = CStringGetTextDatum(kind);
-	values[1] = CStringGetTextDatum(scope);
-	values[2] = CStringGetTextDatum(key ? key : "");
-	values[3] = Int32GetDatum(limit);
-	if (JsExecute(&free_slot_plan, values, NULL, false, 0) == 0)
-		return false;
 	/* a spare of another scope stays locked, but unused: drop it */
-	slot->kind = kind;
-	slot->scope = pstrdup(scope);
-	slot->key = pstrdup(key ? key : "");
-	slot->n = JsGetInt32(0, 1, NULL);
-	return true;
-}
-
-static void
-JsHoldSlot(JsSlot *slot, int64 job_id, const char *queue)
-{
-	Datum		values[6];
-
-	if (slot->n == 0)
-		return;
-	values[0] = CStringGetTextDatum(slot->kind);
-	values[1] = CStringGetTextDatum(slot->scope);
-	values[2] = CStringGetTextDatum(slot->key);
-	values[3] = Int32GetDatum(slot->n);
-	values[4] = Int64GetDatum(job_id);
-	values[5] = CStringGetTextDatum(queue);
-	JsExecute(&hold_slot_plan, values, NULL, false, 0);
-	slot->n = 0;
+	return JsSlotLockFree(slot, kind, scope, key, limit);
 }
 
 /*
@@ -536,11 +474,11 @@ JsTakeCandidates(JsLimitedClaim *lc, SPITupleTable *cands, int ncand)
 		outnulls[4] = taken.deadline_null;
 
 		if (lc->has_queue_limit)
-			JsHoldSlot(&lc->queue_slot, job_id, lc->queue);
+			JsSlotHold(&lc->queue_slot, job_id, lc->queue);
 		if (resource != NULL)
-			JsHoldSlot(&lc->resource_slot, job_id, lc->queue);
+			JsSlotHold(&lc->resource_slot, job_id, lc->queue);
 		if (lc->has_key_limit && key != NULL)
-			JsHoldSlot(&lc->key_slot, job_id, lc->queue);
+			JsSlotHold(&lc->key_slot, job_id, lc->queue);
 
 		/* minting may run SPI (first use of the secret): after the reads */
 		out[0] = ClaimTokenGetDatum(JsTokenMint(job_id, taken.generation, lc->queue_id));
@@ -610,16 +548,4 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
 	JsClaimMarkSet(job_relid, queue, now, from_head,
 				   lc.marked ? &lc.mark : NULL);
 	return lc.claimed;
-}
-
-/*
- * Free the slots of a job that left running; called by the job's AFTER
- * trigger (fsm.c) when the old row held slots.  Needs SPI.
- */
-void
-JsReleaseSlots(int64 job_id)
-{
-	Datum		arg = Int64GetDatum(job_id);
-
-	JsExecute(&release_plan, &arg, NULL, false, 0);
 }

@@ -1,0 +1,258 @@
+/*-------------------------------------------------------------------------
+ *
+ * slot.c
+ *	  Concurrency slot rows taken, held and freed without a statement.
+ *
+ * A limit of N running jobs is N rows of job_state.slot (limits.c).  The
+ * three row operations of every limited claim and completion run here as
+ * index scans and single-row updates, as the job's own do (take.c,
+ * complete.c), in place of the statements
+ *
+ *	SELECT n FROM job_state.slot
+ *	 WHERE kind = $1 AND scope = $2 AND key = $3 AND job_id IS NULL
+ *	   AND n <= $4 ORDER BY n LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED;
+ *	UPDATE job_state.slot SET job_id = $5, queue = $6 WHERE <that row>;
+ *	UPDATE job_state.slot SET job_id = NULL, queue = NULL WHERE job_id = $1;
+ *
+ * Slots are bookkeeping shared by all claimers, not data a transaction
+ * reads: they are read under the latest snapshot whatever the isolation
+ * level, so a REPEATABLE READ claim sees the slots freed since its
+ * snapshot and never fails for a slot that moved.
+ *
+ * A free slot is taken only as its newest version: the row is locked
+ * without following its update chain, and a row that another claimer
+ * holds locked, or that changed since it was read, is skipped (it was just
+ * taken or freed; the next claim sees it).  So two claimers never take one
+ * slot, and a claimer never keeps a lock on a slot it did not take, which
+ * would make the completion of that slot's job wait for the claimer's
+ * transaction.  The number of running jobs holding a scope's slots
+ * therefore never exceeds its N.
+ *
+ * Locks: RowExclusiveLock on job_state.slot and its indexes; the row locks
+ * of the slots taken and freed.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "job_state.h"
+
+/* job_state.slot's columns */
+enum
+{
+	SLOT_KIND = 1,
+	SLOT_SCOPE,
+	SLOT_KEY,
+	SLOT_N,
+	SLOT_QUEUE,
+	SLOT_JOB_ID
+};
+
+static void
+JsSlotKey(ScanKey key, Relation index, AttrNumber attno, StrategyNumber strategy,
+		  RegProcedure proc, Datum arg)
+{
+	ScanKeyEntryInitialize(key, 0, attno, strategy, InvalidOid,
+						   index->rd_indcollation[attno - 1], proc, arg);
+}
+
+/* the slot table has the columns this file writes, by number */
+static void
+JsSlotCheckShape(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (desc->natts != SLOT_JOB_ID ||
+		strcmp(NameStr(TupleDescAttr(desc, SLOT_N - 1)->attname), "n") != 0 ||
+		strcmp(NameStr(TupleDescAttr(desc, SLOT_JOB_ID - 1)->attname), "job_id") != 0)
+		elog(ERROR, "job_state: job_state.slot does not have the expected columns");
+}
+
+/*
+ * Lock the row at tid FOR NO KEY UPDATE into slot; with flags
+ * TUPLE_LOCK_FLAG_FIND_LAST_VERSION its newest version, else only if it is
+ * the newest.  False when it is not to be had: locked by another
+ * (LockWaitSkip), changed (without the flag) or gone since it was read, or
+ * changed by this transaction's current command.
+ */
+static bool
+JsSlotLockRow(Relation rel, ItemPointer tid, TupleTableSlot *slot,
+			  LockWaitPolicy wait, int flags)
+{
+	TM_FailureData tmfd;
+	TM_Result	result;
+
+	result = table_tuple_lock(rel, tid, GetActiveSnapshot(), slot,
+							  GetCurrentCommandId(false), LockTupleNoKeyExclusive,
+							  wait, flags, &tmfd);
+	switch (result)
+	{
+		case TM_Ok:
+			return true;
+		case TM_WouldBlock:
+		case TM_SelfModified:
+		case TM_Updated:
+		case TM_Deleted:
+		case TM_Invisible:
+			return false;
+		default:
+			break;
+	}
+	elog(ERROR, "job_state: unexpected result %d locking a slot", (int) result);
+	pg_unreachable();
+}
+
+/*
+ * Lock a free slot numbered up to limit of (kind, scope, key), the lowest
+ * one to be had, into *slot.  False when every slot is held or being taken
+ * or freed by another transaction.
+ */
+bool
+JsSlotLockFree(JsSlot *slot, const char *kind, const char *scope,
+			   const char *key, int32 limit)
+{
+	Relation	rel = table_open(JsOwnRelid("slot"), RowExclusiveLock);
+	Relation	pkey = index_open(JsOwnRelid("slot_pkey"), RowExclusiveLock);
+	TupleTableSlot *scanslot = table_slot_create(rel, NULL);
+	TupleTableSlot *locked = table_slot_create(rel, NULL);
+	ScanKeyData keys[4];
+	IndexScanDesc scan;
+	bool		found = false;
+
+	JsSlotCheckShape(rel);
+	JsSlotKey(&keys[0], pkey, 1, BTEqualStrategyNumber, F_TEXTEQ,
+			  CStringGetTextDatum(kind));
+	JsSlotKey(&keys[1], pkey, 2, BTEqualStrategyNumber, F_TEXTEQ,
+			  CStringGetTextDatum(scope));
+	JsSlotKey(&keys[2], pkey, 3, BTEqualStrategyNumber, F_TEXTEQ,
+			  CStringGetTextDatum(key ? key : ""));
+	JsSlotKey(&keys[3], pkey, 4, BTLessEqualStrategyNumber, F_INT4LE,
+			  Int32GetDatum(limit));
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetLatestSnapshot());
+	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 4);
+	index_rescan(scan, keys, 4, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, scanslot))
+	{
+		ItemPointerData tid = scanslot->tts_tid;
+		bool		isnull;
+
+		(void) slot_getattr(scanslot, SLOT_JOB_ID, &isnull);
+		if (!isnull || !JsSlotLockRow(rel, &tid, locked, LockWaitSkip, 0))
+			continue;
+		/* the newest version, locked: still free, as it was read */
+		(void) slot_getattr(locked, SLOT_JOB_ID, &isnull);
+		if (!isnull)
+			continue;
+		slot->kind = kind;
+		slot->scope = pstrdup(scope);
+		slot->key = pstrdup(key ? key : "");
+		slot->n = DatumGetInt32(slot_getattr(locked, SLOT_N, &isnull));
+		slot->tid = locked->tts_tid;
+		found = true;
+		break;
+	}
+	index_endscan(scan);
+	PopActiveSnapshot();
+
+	ExecDropSingleTupleTableSlot(locked);
+	ExecDropSingleTupleTableSlot(scanslot);
+	index_close(pkey, NoLock);
+	table_close(rel, NoLock);
+	return found;
+}
+
+/*
+ * The slot this transaction locked (JsSlotLockFree) is held by the job
+ * from now on; slot->n becomes 0.
+ */
+void
+JsSlotHold(JsSlot *slot, int64 job_id, const char *queue)
+{
+	Relation	rel;
+	JsRowWriter w;
+	TupleTableSlot *locked;
+	TupleTableSlot *newslot;
+
+	if (slot->n == 0)
+		return;
+	rel = table_open(JsOwnRelid("slot"), RowExclusiveLock);
+	JsRowWriterBeginUpdate(&w, rel, &locked, &newslot);
+	/* our lock keeps it the newest version */
+	if (!table_tuple_fetch_row_version(rel, &slot->tid, SnapshotAny, locked))
+		elog(ERROR, "job_state: a locked slot is gone");
+	JsRowWriterCopy(newslot, locked);
+	newslot->tts_values[SLOT_JOB_ID - 1] = Int64GetDatum(job_id);
+	newslot->tts_isnull[SLOT_JOB_ID - 1] = false;
+	newslot->tts_values[SLOT_QUEUE - 1] = CStringGetTextDatum(queue);
+	newslot->tts_isnull[SLOT_QUEUE - 1] = false;
+	ExecStoreVirtualTuple(newslot);
+	JsRowWriterUpdate(&w, locked, newslot);
+	JsRowWriterEndUpdate(&w, locked);
+	table_close(rel, NoLock);
+	slot->n = 0;
+}
+
+/*
+ * Free the slots of a job that left running; called by the job's AFTER
+ * trigger (fsm.c) when the old row held slots.  A slot row another
+ * transaction has locked is waited for, as an UPDATE waits.
+ */
+void
+JsReleaseSlots(int64 job_id)
+{
+	Relation	rel = table_open(JsOwnRelid("slot"), RowExclusiveLock);
+	Relation	holder = index_open(JsOwnRelid("slot_holder"), RowExclusiveLock);
+	TupleTableSlot *scanslot = table_slot_create(rel, NULL);
+	JsRowWriter w;
+	TupleTableSlot *locked;
+	TupleTableSlot *newslot;
+	ScanKeyData key;
+	IndexScanDesc scan;
+
+	JsSlotCheckShape(rel);
+	JsSlotKey(&key, holder, 1, BTEqualStrategyNumber, F_INT8EQ,
+			  Int64GetDatum(job_id));
+	JsRowWriterBeginUpdate(&w, rel, &locked, &newslot);
+	PushActiveSnapshot(GetLatestSnapshot());
+	scan = JsIndexBeginScan(rel, holder, GetActiveSnapshot(), 1);
+	index_rescan(scan, &key, 1, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, scanslot))
+	{
+		ItemPointerData tid = scanslot->tts_tid;
+		bool		isnull;
+
+		/* its newest version, as an UPDATE re-checks its WHERE clause */
+		if (!JsSlotLockRow(rel, &tid, locked, LockWaitBlock,
+						   TUPLE_LOCK_FLAG_FIND_LAST_VERSION))
+			continue;
+		if (DatumGetInt64(slot_getattr(locked, SLOT_JOB_ID, &isnull)) != job_id || isnull)
+			continue;
+		JsRowWriterCopy(newslot, locked);
+		newslot->tts_isnull[SLOT_JOB_ID - 1] = true;
+		newslot->tts_isnull[SLOT_QUEUE - 1] = true;
+		ExecStoreVirtualTuple(newslot);
+		JsRowWriterUpdate(&w, locked, newslot);
+		CHECK_FOR_INTERRUPTS();
+	}
+	index_endscan(scan);
+	PopActiveSnapshot();
+	JsRowWriterEndUpdate(&w, locked);
+
+	ExecDropSingleTupleTableSlot(scanslot);
+	index_close(holder, NoLock);
+	table_close(rel, NoLock);
+}
