@@ -266,11 +266,20 @@ typedef enum JsTakeResult
 	JS_TAKE_TAKEN				/* started, or failed as used up */
 } JsTakeResult;
 
+/* a ready job as the limited path reads it before taking its slots */
+typedef struct JsCandidate
+{
+	JsClaimKey	key;
+	char	   *resource;		/* NULL: none */
+	char	   *concurrency_key;	/* NULL: none */
+} JsCandidate;
+
 extern void JsTakeOpen(JsTake *t);
 extern void JsTakeClose(JsTake *t);
 extern bool JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q);
 extern int	JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due);
 extern bool JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now);
+extern int	JsReadCandidates(JsTake *t, const JsTakeArgs *args, JsCandidate *out);
 extern JsTakeResult JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id,
 							  bool holds_slots, bool (*may_start) (void *arg),
 							  void *arg, JsTaken *out);

@@ -24,11 +24,12 @@
  * second's worth, at least 1).  A claimer that finds the row locked by
  * another claimer skips the job: claim returns fewer jobs, never waits.
  *
- * The candidates are read with one SQL statement per claim, the resource's
- * limits and bucket with SQL; the slots are locked, held and freed without
- * a statement (slot.c), and the job itself is locked, judged (attempts,
- * deadline, budget) and moved to running by the same code as an unlimited
- * claim (JsTakeJob, take.c).
+ * The candidates are read by a walk of the ready index (JsReadCandidates,
+ * take.c), the slots are locked, held and freed without a statement
+ * (slot.c), and the job itself is locked, judged (attempts, deadline,
+ * budget) and moved to running by the same code as an unlimited claim
+ * (JsTakeJob, take.c).  Only a resource's limits and its token bucket are
+ * read with SQL.
  *
  * Locks, in order, per job: a queue slot, a resource slot, a key slot, the
  * job row, the resource's bucket row; all SKIP LOCKED.  A slot taken for a
@@ -244,35 +245,6 @@ JsResourceLimitSlots(const char *resource, bool adopt, int32 limit)
  * The slow claim path, for queues with a limit or jobs naming a resource.
  */
 
-/* ready jobs of queue $1 satisfying cond, in claim order, not locked */
-#define JS_SQL_CANDIDATES(cond) \
-	"SELECT j.id, j.resource, j.concurrency_key, j.priority, j.run_after" \
-	"  FROM job_state.job j" \
-	"  WHERE j.queue = $1 AND j.status = 'accepted'" \
-	"   AND j.run_after OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()" cond \
-	"  ORDER BY j.priority DESC, j.run_after, j.id" \
-	"  LIMIT $2"
-
-static JsPlan candidates_plan = {
-	JS_SQL_CANDIDATES(""),
-	2, {TEXTOID, INT4OID}
-};
-
-/* the same, resuming after the mark ($3 priority, $4 run_after, $5 id) */
-static JsPlan candidates_resume_plan = {
-	"WITH above AS MATERIALIZED ("
-	JS_SQL_CANDIDATES(" AND j.priority OPERATOR(pg_catalog.>) $3") "),"
-	" resumed AS MATERIALIZED ("
-	JS_SQL_CANDIDATES(" AND j.priority = $3"
-					  " AND (j.run_after, j.id) OPERATOR(pg_catalog.>) ($4, $5)") "),"
-	" below AS MATERIALIZED ("
-	JS_SQL_CANDIDATES(" AND j.priority OPERATOR(pg_catalog.<) $3") ")"
-	" SELECT * FROM (SELECT * FROM above UNION ALL SELECT * FROM resumed"
-	"  UNION ALL SELECT * FROM below) c"
-	" ORDER BY c.priority DESC, c.run_after, c.id LIMIT $2",
-	5, {TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}
-};
-
 /* the resource's limits; no lock */
 static JsPlan resource_plan = {
 	"SELECT concurrency_limit, max_starts_per_second IS NOT NULL"
@@ -392,16 +364,12 @@ typedef struct JsLimitedClaim
 } JsLimitedClaim;
 
 static void
-JsLimitedMark(JsLimitedClaim *lc, HeapTuple row, TupleDesc desc)
+JsLimitedMark(JsLimitedClaim *lc, const JsCandidate *c)
 {
-	bool		isnull;
-
 	if (!lc->unbroken)
 		return;
 	lc->marked = true;
-	lc->mark.priority = DatumGetInt32(SPI_getbinval(row, desc, 4, &isnull));
-	lc->mark.run_after = DatumGetTimestampTz(SPI_getbinval(row, desc, 5, &isnull));
-	lc->mark.id = DatumGetInt64(SPI_getbinval(row, desc, 1, &isnull));
+	lc->mark = c->key;
 }
 
 /*
@@ -411,19 +379,17 @@ JsLimitedMark(JsLimitedClaim *lc, HeapTuple row, TupleDesc desc)
  * whose resource or key has no free slot.
  */
 static void
-JsTakeCandidates(JsLimitedClaim *lc, SPITupleTable *cands, int ncand)
+JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 {
 	int			i;
 
 	lc->unbroken = true;
 	for (i = 0; i < ncand && lc->claimed < lc->max_jobs; i++)
 	{
-		HeapTuple	row = cands->vals[i];
-		TupleDesc	desc = cands->tupdesc;
-		bool		isnull;
-		int64		job_id = DatumGetInt64(SPI_getbinval(row, desc, 1, &isnull));
-		char	   *resource = SPI_getvalue(row, desc, 2);
-		char	   *key = SPI_getvalue(row, desc, 3);
+		const JsCandidate *c = &cands[i];
+		int64		job_id = c->key.id;
+		char	   *resource = c->resource;
+		char	   *key = c->concurrency_key;
 		bool		rated = false;
 		JsTaken		taken;
 		Datum		out[5];
@@ -452,7 +418,7 @@ JsTakeCandidates(JsLimitedClaim *lc, SPITupleTable *cands, int ncand)
 						  rated ? JsTakeTokenFor : NULL, resource, &taken))
 		{
 			case JS_TAKE_SKIPPED:
-				JsLimitedMark(lc, row, desc);
+				JsLimitedMark(lc, c);
 				continue;
 			case JS_TAKE_THROTTLED:
 				lc->unbroken = false;
@@ -463,7 +429,7 @@ JsTakeCandidates(JsLimitedClaim *lc, SPITupleTable *cands, int ncand)
 		if (!taken.started)
 		{
 			/* failed as used up: the slots stay for the next job */
-			JsLimitedMark(lc, row, desc);
+			JsLimitedMark(lc, c);
 			continue;
 		}
 
@@ -484,7 +450,7 @@ JsTakeCandidates(JsLimitedClaim *lc, SPITupleTable *cands, int ncand)
 		out[0] = ClaimTokenGetDatum(JsTokenMint(job_id, taken.generation, lc->queue_id));
 		tuplestore_putvalues(lc->rsinfo->setResult, lc->rsinfo->setDesc, out, outnulls);
 		lc->claimed++;
-		JsLimitedMark(lc, row, desc);
+		JsLimitedMark(lc, c);
 	}
 }
 
@@ -503,10 +469,9 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
 	JsLimitedClaim lc = {0};
 	JsTake		take;
 	TimestampTz now = GetCurrentTimestamp();
-	int32		asked = Min(max_jobs * 4 + 16, 10000);
 	JsClaimKey	mark;
 	bool		from_head = true;
-	Datum		values[5];
+	JsCandidate *cands;
 	int			ncand;
 
 	lc.queue = queue;
@@ -525,24 +490,24 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
 	lc.args.worker = worker;
 	lc.args.lease = DatumGetIntervalP(lease);
 	lc.args.now = now;
+	/* candidates read per walk: room for jobs passed over */
+	lc.args.asked = Min(max_jobs * 4 + 16, 10000);
+	cands = palloc(sizeof(JsCandidate) * lc.args.asked);
 
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = Int32GetDatum(asked);
 	if (JsClaimMarkGet(queue, now, &mark))
 	{
-		values[2] = Int32GetDatum(mark.priority);
-		values[3] = TimestampTzGetDatum(mark.run_after);
-		values[4] = Int64GetDatum(mark.id);
-		ncand = JsExecute(&candidates_resume_plan, values, NULL, false, 0);
-		JsTakeCandidates(&lc, SPI_tuptable, ncand);
+		lc.args.mark = &mark;
+		ncand = JsReadCandidates(&take, &lc.args, cands);
+		JsTakeCandidates(&lc, cands, ncand);
 		/* enough candidates after the mark, or the queue is full */
-		from_head = ncand < asked && lc.claimed < max_jobs && !lc.queue_full;
+		from_head = ncand < lc.args.asked && lc.claimed < max_jobs && !lc.queue_full;
 	}
 	if (from_head)
 	{
 		lc.marked = false;
-		ncand = JsExecute(&candidates_plan, values, NULL, false, 0);
-		JsTakeCandidates(&lc, SPI_tuptable, ncand);
+		lc.args.mark = NULL;
+		ncand = JsReadCandidates(&take, &lc.args, cands);
+		JsTakeCandidates(&lc, cands, ncand);
 	}
 	JsTakeClose(&take);
 	JsClaimMarkSet(job_relid, queue, now, from_head,

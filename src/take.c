@@ -247,6 +247,29 @@ JsAfterMarkKey(JsReadyScan *rs, const JsClaimKey *mark)
 						   InvalidOid, PointerGetDatum(rs->row));
 }
 
+/*
+ * The scans of one walk, in claim order; returns how many.  Keys in
+ * attribute order: queue = $1, then the priority bound of a resumed walk,
+ * then run_after <= now (and, in the mark's priority, (run_after, id) >
+ * the mark's).
+ */
+static int
+JsReadyScans(JsTake *t, const JsTakeArgs *args, JsReadyScan *scans)
+{
+	memset(scans, 0, sizeof(JsReadyScan) * 3);
+	if (args->mark == NULL)
+	{
+		JsReadyKeys(t, args, &scans[0], InvalidStrategy, InvalidOid);
+		return 1;
+	}
+	/* priorities above the mark's, the mark's from the mark on, below */
+	JsReadyKeys(t, args, &scans[0], BTGreaterStrategyNumber, F_INT4GT);
+	JsReadyKeys(t, args, &scans[1], BTEqualStrategyNumber, F_INT4EQ);
+	JsAfterMarkKey(&scans[1], args->mark);
+	JsReadyKeys(t, args, &scans[2], BTLessStrategyNumber, F_INT4LT);
+	return 3;
+}
+
 /* walk one ready-index scan, taking up to room jobs into out */
 static int
 JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
@@ -285,27 +308,7 @@ JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due)
 	int			i;
 
 	JsRowWriterBeginUpdate(&step.w, t->job, &step.locked, &step.newslot);
-
-	/*
-	 * Keys in attribute order: queue = $1, then the priority bound of a
-	 * resumed walk, then run_after <= now (and, in the mark's priority,
-	 * (run_after, id) > the mark's).
-	 */
-	memset(scans, 0, sizeof(scans));
-	if (args->mark == NULL)
-	{
-		JsReadyKeys(t, args, &scans[0], InvalidStrategy, InvalidOid);
-		nscans = 1;
-	}
-	else
-	{
-		/* priorities above the mark's, the mark's from the mark on, below */
-		JsReadyKeys(t, args, &scans[0], BTGreaterStrategyNumber, F_INT4GT);
-		JsReadyKeys(t, args, &scans[1], BTEqualStrategyNumber, F_INT4EQ);
-		JsAfterMarkKey(&scans[1], args->mark);
-		JsReadyKeys(t, args, &scans[2], BTLessStrategyNumber, F_INT4LT);
-		nscans = 3;
-	}
+	nscans = JsReadyScans(t, args, scans);
 	for (i = 0; i < nscans && taken < args->asked; i++)
 		taken += JsTakeFromScan(t, args, &step, &scans[i],
 								args->asked - taken, out + taken);
@@ -314,6 +317,54 @@ JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due)
 
 	JsRowWriterEndUpdate(&step.w, step.locked);
 	return taken;
+}
+
+/*
+ * Read up to args->asked ready jobs of the queue in claim order, from the
+ * head or resuming after args->mark, without locking them: the limited
+ * path (limits.c) takes a job's slots before the job.  Read like a
+ * statement: after a command-counter step, under a fresh snapshot.  The
+ * names in out are allocated in the current memory context.
+ */
+int
+JsReadCandidates(JsTake *t, const JsTakeArgs *args, JsCandidate *out)
+{
+	const JsJobColumns *cols = t->cols;
+	TupleTableSlot *slot = t->scanslot;
+	JsReadyScan scans[3];
+	int			nscans;
+	int			n = 0;
+	int			i;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	nscans = JsReadyScans(t, args, scans);
+	for (i = 0; i < nscans && n < args->asked; i++)
+	{
+		IndexScanDesc scan;
+
+		scan = JsIndexBeginScan(t->job, t->ready, GetActiveSnapshot(), scans[i].nkeys);
+		index_rescan(scan, scans[i].keys, scans[i].nkeys, NULL, 0);
+		while (n < args->asked &&
+			   index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			JsCandidate *c = &out[n++];
+			bool		isnull;
+			Datum		d;
+
+			c->key.id = DatumGetInt64(slot_getattr(slot, cols->id, &isnull));
+			c->key.priority = DatumGetInt32(slot_getattr(slot, cols->priority, &isnull));
+			c->key.run_after = DatumGetTimestampTz(slot_getattr(slot, cols->run_after, &isnull));
+			d = slot_getattr(slot, cols->resource, &isnull);
+			c->resource = isnull ? NULL : TextDatumGetCString(d);
+			d = slot_getattr(slot, cols->concurrency_key, &isnull);
+			c->concurrency_key = isnull ? NULL : TextDatumGetCString(d);
+			CHECK_FOR_INTERRUPTS();
+		}
+		index_endscan(scan);
+	}
+	PopActiveSnapshot();
+	return n;
 }
 
 /*
