@@ -273,17 +273,25 @@ CREATE TABLE job_state.resource (
 COMMENT ON TABLE job_state.resource IS
 	'limits shared by every queue whose jobs name the resource: running jobs and a token bucket on starts';
 
+/*
+ * kind is 'queue', 'resource' or 'key', and n runs from 1 to the limit.
+ * These are not CHECK constraints: every claim and completion of a limited
+ * queue writes slot rows, and the executor parses a table's CHECK
+ * expressions again for each such write.  Claim reads only the slots of
+ * the kind it asks for numbered 1 to the limit, so a row of another kind
+ * or number is never taken as a slot.
+ */
 CREATE TABLE job_state.slot (
-	kind pg_catalog.text NOT NULL CHECK (kind IN ('queue', 'resource', 'key')),
+	kind pg_catalog.text NOT NULL,
 	scope pg_catalog.text NOT NULL,
 	key pg_catalog.text NOT NULL DEFAULT '',
-	n pg_catalog.int4 NOT NULL CHECK (n > 0),
+	n pg_catalog.int4 NOT NULL,
 	queue pg_catalog.text,
 	job_id pg_catalog.int8,
 	PRIMARY KEY (kind, scope, key, n)
 ) WITH (fillfactor = 50);
 COMMENT ON TABLE job_state.slot IS
-	'one row per unit of a concurrency limit; job_id is the running job holding it';
+	'one row per unit of a concurrency limit (kind queue, resource or key; n from 1 to the limit); job_id is the running job holding it';
 CREATE INDEX slot_holder ON job_state.slot (job_id) WHERE job_id IS NOT NULL;
 
 /*

@@ -125,6 +125,7 @@ js_claim(PG_FUNCTION_ARGS)
 		args.lease = &q.lease;
 		args.now = GetCurrentTimestamp();
 		args.asked = q.paused ? 0 : max_jobs - claimed;
+		args.after_mark_only = false;
 
 		/*
 		 * Resume after this session's mark unless an earlier pass of this

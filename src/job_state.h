@@ -245,6 +245,8 @@ typedef struct JsTakeArgs
 	TimestampTz now;			/* the database clock */
 	int			asked;
 	const JsClaimKey *mark;		/* resume after it; NULL: from the head */
+	bool		after_mark_only;	/* JsReadCandidates: not the priorities
+									 * above the mark's */
 } JsTakeArgs;
 
 typedef struct JsTaken

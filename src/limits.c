@@ -115,7 +115,7 @@ static JsPlan adopt_plan = {
 	"   pg_catalog.row_number() OVER (PARTITION BY key ORDER BY n) AS r"
 	"   FROM job_state.slot"
 	"   WHERE kind OPERATOR(pg_catalog.=) $3 AND scope OPERATOR(pg_catalog.=) $1"
-	"    AND n OPERATOR(pg_catalog.<=) $2 AND job_id IS NULL)"
+	"    AND n OPERATOR(pg_catalog.>=) 1 AND n OPERATOR(pg_catalog.<=) $2 AND job_id IS NULL)"
 	" UPDATE job_state.slot s SET job_id = jobs.id, queue = $1"
 	"  FROM jobs JOIN free USING (key, r)"
 	"  WHERE s.kind OPERATOR(pg_catalog.=) $3 AND s.scope OPERATOR(pg_catalog.=) $1"
@@ -214,7 +214,8 @@ static JsPlan adopt_resource_plan = {
 	" free AS (SELECT n, pg_catalog.row_number() OVER (ORDER BY n) AS r"
 	"   FROM job_state.slot"
 	"   WHERE kind OPERATOR(pg_catalog.=) 'resource' AND scope OPERATOR(pg_catalog.=) $1"
-	"    AND key OPERATOR(pg_catalog.=) '' AND n OPERATOR(pg_catalog.<=) $2 AND job_id IS NULL)"
+	"    AND key OPERATOR(pg_catalog.=) '' AND n OPERATOR(pg_catalog.>=) 1"
+	"    AND n OPERATOR(pg_catalog.<=) $2 AND job_id IS NULL)"
 	" UPDATE job_state.slot s SET job_id = jobs.id, queue = jobs.queue"
 	"  FROM jobs JOIN free USING (r)"
 	"  WHERE s.kind OPERATOR(pg_catalog.=) 'resource' AND s.scope OPERATOR(pg_catalog.=) $1"
@@ -383,7 +384,6 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 {
 	int			i;
 
-	lc->unbroken = true;
 	for (i = 0; i < ncand && lc->claimed < lc->max_jobs; i++)
 	{
 		const JsCandidate *c = &cands[i];
@@ -455,9 +455,55 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 }
 
 /*
+ * One walk of the ready jobs, from the head (mark NULL) or resuming after
+ * the mark, read a page at a time: the first page has room for the jobs
+ * asked and a few passed over, each further one (after the last job read)
+ * twice as many, up to JS_MAX_CANDIDATES in all, so that jobs passed over
+ * for full slots never hide the ones behind them.  True when the walk ran
+ * out of ready jobs.
+ */
+#define JS_MAX_CANDIDATES 10000
+
+static bool
+JsLimitedWalk(JsLimitedClaim *lc, const JsClaimKey *mark)
+{
+	JsClaimKey	page_mark;
+	JsCandidate *cands;
+	int			page = Min(lc->max_jobs + 4, JS_MAX_CANDIDATES);
+	int			read = 0;
+	int			ncand;
+
+	lc->unbroken = true;
+	lc->args.mark = mark;
+	lc->args.after_mark_only = false;
+	cands = palloc(sizeof(JsCandidate) * JS_MAX_CANDIDATES / 2);
+	for (;;)
+	{
+		lc->args.asked = page;
+		ncand = JsReadCandidates(lc->take, &lc->args, cands);
+		JsTakeCandidates(lc, cands, ncand);
+		read += ncand;
+		if (ncand < page)
+		{
+			pfree(cands);
+			return true;
+		}
+		if (lc->claimed >= lc->max_jobs || lc->queue_full ||
+			read >= JS_MAX_CANDIDATES)
+			break;
+		page_mark = cands[ncand - 1].key;
+		lc->args.mark = &page_mark;
+		lc->args.after_mark_only = true;
+		page = Min(page * 2, Min(JS_MAX_CANDIDATES - read, JS_MAX_CANDIDATES / 2));
+	}
+	pfree(cands);
+	return false;
+}
+
+/*
  * The slot-taking claim, for queues with a limit or jobs naming a
  * resource.  Like the plain claim it resumes after this session's mark in
- * the queue, and looks from the head when the resumed candidates run out
+ * the queue, and looks from the head when the resumed walk runs out
  * before the claim is full.
  */
 int
@@ -471,8 +517,6 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
 	TimestampTz now = GetCurrentTimestamp();
 	JsClaimKey	mark;
 	bool		from_head = true;
-	JsCandidate *cands;
-	int			ncand;
 
 	lc.queue = queue;
 	lc.queue_id = queue_id;
@@ -490,24 +534,15 @@ JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
 	lc.args.worker = worker;
 	lc.args.lease = DatumGetIntervalP(lease);
 	lc.args.now = now;
-	/* candidates read per walk: room for jobs passed over */
-	lc.args.asked = Min(max_jobs * 4 + 16, 10000);
-	cands = palloc(sizeof(JsCandidate) * lc.args.asked);
 
+	/* from the head when the resumed walk ran out before the claim was full */
 	if (JsClaimMarkGet(queue, now, &mark))
-	{
-		lc.args.mark = &mark;
-		ncand = JsReadCandidates(&take, &lc.args, cands);
-		JsTakeCandidates(&lc, cands, ncand);
-		/* enough candidates after the mark, or the queue is full */
-		from_head = ncand < lc.args.asked && lc.claimed < max_jobs && !lc.queue_full;
-	}
+		from_head = JsLimitedWalk(&lc, &mark) &&
+			lc.claimed < max_jobs && !lc.queue_full;
 	if (from_head)
 	{
 		lc.marked = false;
-		lc.args.mark = NULL;
-		ncand = JsReadCandidates(&take, &lc.args, cands);
-		JsTakeCandidates(&lc, cands, ncand);
+		(void) JsLimitedWalk(&lc, NULL);
 	}
 	JsTakeClose(&take);
 	JsClaimMarkSet(job_relid, queue, now, from_head,

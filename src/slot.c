@@ -115,7 +115,7 @@ JsSlotLockRow(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 }
 
 /*
- * Lock a free slot numbered up to limit of (kind, scope, key), the lowest
+ * Lock a free slot numbered 1 to limit of (kind, scope, key), the lowest
  * one to be had, into *slot.  False when every slot is held or being taken
  * or freed by another transaction.
  */
@@ -127,7 +127,7 @@ JsSlotLockFree(JsSlot *slot, const char *kind, const char *scope,
 	Relation	pkey = index_open(JsOwnRelid("slot_pkey"), RowExclusiveLock);
 	TupleTableSlot *scanslot = table_slot_create(rel, NULL);
 	TupleTableSlot *locked = table_slot_create(rel, NULL);
-	ScanKeyData keys[4];
+	ScanKeyData keys[5];
 	IndexScanDesc scan;
 	bool		found = false;
 
@@ -138,13 +138,15 @@ JsSlotLockFree(JsSlot *slot, const char *kind, const char *scope,
 			  CStringGetTextDatum(scope));
 	JsSlotKey(&keys[2], pkey, 3, BTEqualStrategyNumber, F_TEXTEQ,
 			  CStringGetTextDatum(key ? key : ""));
-	JsSlotKey(&keys[3], pkey, 4, BTLessEqualStrategyNumber, F_INT4LE,
+	JsSlotKey(&keys[3], pkey, 4, BTGreaterEqualStrategyNumber, F_INT4GE,
+			  Int32GetDatum(1));
+	JsSlotKey(&keys[4], pkey, 4, BTLessEqualStrategyNumber, F_INT4LE,
 			  Int32GetDatum(limit));
 
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetLatestSnapshot());
-	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 4);
-	index_rescan(scan, keys, 4, NULL, 0);
+	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 5);
+	index_rescan(scan, keys, 5, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, scanslot))
 	{
 		ItemPointerData tid = scanslot->tts_tid;

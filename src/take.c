@@ -256,18 +256,24 @@ JsAfterMarkKey(JsReadyScan *rs, const JsClaimKey *mark)
 static int
 JsReadyScans(JsTake *t, const JsTakeArgs *args, JsReadyScan *scans)
 {
+	int			n = 0;
+
 	memset(scans, 0, sizeof(JsReadyScan) * 3);
 	if (args->mark == NULL)
 	{
 		JsReadyKeys(t, args, &scans[0], InvalidStrategy, InvalidOid);
 		return 1;
 	}
-	/* priorities above the mark's, the mark's from the mark on, below */
-	JsReadyKeys(t, args, &scans[0], BTGreaterStrategyNumber, F_INT4GT);
-	JsReadyKeys(t, args, &scans[1], BTEqualStrategyNumber, F_INT4EQ);
-	JsAfterMarkKey(&scans[1], args->mark);
-	JsReadyKeys(t, args, &scans[2], BTLessStrategyNumber, F_INT4LT);
-	return 3;
+	/*
+	 * Priorities above the mark's (unless only what follows the mark in
+	 * claim order is asked for), the mark's from the mark on, below.
+	 */
+	if (!args->after_mark_only)
+		JsReadyKeys(t, args, &scans[n++], BTGreaterStrategyNumber, F_INT4GT);
+	JsReadyKeys(t, args, &scans[n], BTEqualStrategyNumber, F_INT4EQ);
+	JsAfterMarkKey(&scans[n++], args->mark);
+	JsReadyKeys(t, args, &scans[n++], BTLessStrategyNumber, F_INT4LT);
+	return n;
 }
 
 /* walk one ready-index scan, taking up to room jobs into out */

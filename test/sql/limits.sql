@@ -139,3 +139,21 @@ SELECT count(*) AS one_more_for_the_next FROM job_state.claim('lim_run', 'w', ma
 SELECT count(*) FILTER (WHERE kind = 'queue') AS queue_held,
 	   count(*) FILTER (WHERE kind = 'key') AS key_held
   FROM job_state.slot WHERE scope = 'lim_run' AND job_id IS NOT NULL;
+-- jobs passed over for a full key never hide the ones behind them: claim
+-- reads on, a page at a time, past 40 waiting jobs of a key at its limit
+-- to the job of another key
+SELECT job_state.create_queue('lim_deep', per_key_limit => 1);
+SELECT count(*) FROM (SELECT job_state.submit('lim_deep', jsonb_build_object('i', i),
+												concurrency_key => 'busy')
+						FROM generate_series(1, 41) i) s;
+SELECT job_id AS other_key_job FROM job_state.submit('lim_deep', '{"other": 1}',
+													 concurrency_key => 'other') \gset
+SELECT count(*) AS first_of_busy FROM job_state.claim('lim_deep', 'w');
+SELECT job_id = :other_key_job AS the_other_key FROM job_state.claim('lim_deep', 'w');
+SELECT count(*) AS nothing_left_to_start FROM job_state.claim('lim_deep', 'w', max_jobs => 5);
+-- from the head too (claim_rescan_interval 0: every claim starts there)
+SET job_state.claim_rescan_interval = 0;
+SELECT job_id AS third_key_job FROM job_state.submit('lim_deep', '{"third": 1}',
+													 concurrency_key => 'third') \gset
+SELECT job_id = :third_key_job AS found_from_the_head FROM job_state.claim('lim_deep', 'w');
+RESET job_state.claim_rescan_interval;
