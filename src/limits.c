@@ -476,7 +476,7 @@ JsLimitedWalk(JsLimitedClaim *lc, const JsClaimKey *mark)
 	lc->unbroken = true;
 	lc->args.mark = mark;
 	lc->args.after_mark_only = false;
-	cands = palloc(sizeof(JsCandidate) * JS_MAX_CANDIDATES / 2);
+	cands = palloc(sizeof(JsCandidate) * page);
 	for (;;)
 	{
 		lc->args.asked = page;
@@ -495,6 +495,7 @@ JsLimitedWalk(JsLimitedClaim *lc, const JsClaimKey *mark)
 		lc->args.mark = &page_mark;
 		lc->args.after_mark_only = true;
 		page = Min(page * 2, Min(JS_MAX_CANDIDATES - read, JS_MAX_CANDIDATES / 2));
+		cands = repalloc(cands, sizeof(JsCandidate) * page);
 	}
 	pfree(cands);
 	return false;
