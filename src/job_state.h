@@ -348,6 +348,9 @@ extern bool JsSlotLockFree(JsSlot *slot, const char *kind, const char *scope,
 extern void JsSlotHold(JsSlot *slot, int64 job_id, const char *queue);
 extern void JsReleaseSlots(int64 job_id);
 
+/* resource.c */
+extern bool JsReadResourceLimits(const char *name, int32 *limit, bool *rated);
+
 /* limits.c */
 extern void JsJobNamesLimits(Datum queue, Datum resource, bool has_resource,
 							 Datum key, bool has_key);

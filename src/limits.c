@@ -28,8 +28,8 @@
  * take.c), the slots are locked, held and freed without a statement
  * (slot.c), and the job itself is locked, judged (attempts, deadline,
  * budget) and moved to running by the same code as an unlimited claim
- * (JsTakeJob, take.c).  Only a resource's limits and its token bucket are
- * read with SQL.
+ * (JsTakeJob, take.c).  Only a resource's token bucket is read and
+ * written with SQL.
  *
  * Locks, in order, per job: a queue slot, a resource slot, a key slot, the
  * job row, the resource's bucket row; all SKIP LOCKED.  A slot taken for a
@@ -246,13 +246,6 @@ JsResourceLimitSlots(const char *resource, bool adopt, int32 limit)
  * The slow claim path, for queues with a limit or jobs naming a resource.
  */
 
-/* the resource's limits; no lock */
-static JsPlan resource_plan = {
-	"SELECT concurrency_limit, max_starts_per_second IS NOT NULL"
-	" FROM job_state.resource WHERE name = $1",
-	1, {TEXTOID}
-};
-
 /* the token bucket, refilled to now; only if no other claimer holds it */
 static JsPlan bucket_plan = {
 	"SELECT LEAST(GREATEST(max_starts_per_second, 1),"
@@ -289,17 +282,13 @@ JsSlotFor(JsSlot *slot, const char *kind, const char *scope, const char *key,
 static bool
 JsResourceSlot(const char *resource, JsSlot *slot, bool *rated)
 {
-	Datum		arg = CStringGetTextDatum(resource);
-	bool		no_limit;
 	int32		limit;
 
-	if (JsExecute(&resource_plan, &arg, NULL, true, 1) == 0)
+	if (!JsReadResourceLimits(resource, &limit, rated))
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 				 errmsg("resource \"%s\" does not exist", resource)));
-	limit = JsGetInt32(0, 1, &no_limit);
-	*rated = JsGetBool(0, 2);
-	return no_limit || JsSlotFor(slot, "resource", resource, NULL, limit);
+	return limit == 0 || JsSlotFor(slot, "resource", resource, NULL, limit);
 }
 
 /*

@@ -17,11 +17,11 @@
  * The check must see every job, also one a concurrent submit is about to
  * commit.  As for queues (queue_trigger.c), the trigger takes SHARE lock
  * on job_state.job, which waits for every transaction that has written
- * jobs, and looks under the latest snapshot.  submit, for its part, checks
- * that the resource exists after it has written the job, also under the
- * latest snapshot: a delete that committed while the submit waited for the
- * job table is seen (JS008), and one that comes later waits for the submit
- * and sees its job (JS003).  No job may name the resource, so the look is
+ * jobs, and looks under the latest snapshot.  The job trigger, for its
+ * part, checks that the resource a new job names exists after the job is
+ * written (limits.c), also under the latest snapshot: a delete that
+ * committed while the submit or INSERT waited for the job table is seen
+ * (JS008), and one that comes later waits for it and sees its job (JS003).  No job may name the resource, so the look is
  * a scan of the job table: deleting a resource is an operator's rare act.
  *
  * When a resource is created with a concurrency_limit, or its limit is set
@@ -37,12 +37,20 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/nbtree.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
 #include "commands/trigger.h"
+#include "executor/tuptable.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "job_state.h"
 
@@ -290,4 +298,46 @@ js_resource_trigger(PG_FUNCTION_ARGS)
 	JsExecute(&drop_slots_plan, &name, NULL, false, 0);
 	SPI_finish();
 	return PointerGetDatum(old);
+}
+
+/*
+ * The limits of resource name, for claim (limits.c): false when there is
+ * no such resource.  *limit is 0 when it has no concurrency_limit; *rated
+ * tells whether it has a max_starts_per_second.  Read like a statement,
+ * after a command-counter step under a fresh snapshot, by the primary key.
+ */
+bool
+JsReadResourceLimits(const char *name, int32 *limit, bool *rated)
+{
+	Relation	rel = table_open(JsOwnRelid("resource"), AccessShareLock);
+	Relation	pkey = index_open(JsOwnRelid("resource_pkey"), AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	ScanKeyData key;
+	IndexScanDesc scan;
+	bool		found;
+
+	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   pkey->rd_indcollation[0], F_TEXTEQ,
+						   CStringGetTextDatum(name));
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 1);
+	index_rescan(scan, &key, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	if (found)
+	{
+		bool		isnull;
+		Datum		value;
+
+		value = slot_getattr(slot, JsColumnNumber(rel, "concurrency_limit"), &isnull);
+		*limit = isnull ? 0 : DatumGetInt32(value);
+		(void) slot_getattr(slot, JsColumnNumber(rel, "max_starts_per_second"), &isnull);
+		*rated = !isnull;
+	}
+	index_endscan(scan);
+	PopActiveSnapshot();
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(pkey, NoLock);
+	table_close(rel, NoLock);
+	return found;
 }
