@@ -7,7 +7,7 @@
  * n) with kind 'queue' (queue option concurrency_limit), 'resource'
  * (create_resource's concurrency_limit, shared by every queue whose jobs
  * name it) or 'key' (queue option per_key_limit, one set per concurrency
- * key, created on first submit of the key).  A job may start only holding
+ * key, created with the first job of the key).  A job may start only holding
  * one free slot of each limit that applies to it; claim takes slots as
  * FOR NO KEY UPDATE SKIP LOCKED does (slot.c), so claimers never wait for
  * one another and never serialise on a single hot row: a slot another

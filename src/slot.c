@@ -97,21 +97,13 @@ JsSlotLockRow(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 	result = table_tuple_lock(rel, tid, GetActiveSnapshot(), slot,
 							  GetCurrentCommandId(false), LockTupleNoKeyExclusive,
 							  wait, flags, &tmfd);
-	switch (result)
-	{
-		case TM_Ok:
-			return true;
-		case TM_WouldBlock:
-		case TM_SelfModified:
-		case TM_Updated:
-		case TM_Deleted:
-		case TM_Invisible:
-			return false;
-		default:
-			break;
-	}
-	elog(ERROR, "job_state: unexpected result %d locking a slot", (int) result);
-	pg_unreachable();
+
+	/*
+	 * Anything else (would block, updated, deleted, changed by ourselves) is
+	 * a slot not to be had; with these wait policies the row is never
+	 * returned as still being modified.
+	 */
+	return result == TM_Ok;
 }
 
 /*
