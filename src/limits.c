@@ -276,11 +276,13 @@ JsSlotFor(JsSlot *slot, const char *kind, const char *scope, const char *key,
 }
 
 /*
- * The resource's part: a slot if it limits concurrency, and whether it has
- * a start rate.  *rated is set when a token must be taken at the start.
+ * The resource's part: a slot if it limits concurrency (*slotted), and
+ * whether it has a start rate (*rated: a token must be taken at the
+ * start).  A resource without a concurrency limit needs no slot, and the
+ * job must not hold the spare another resource's job left in *slot.
  */
 static bool
-JsResourceSlot(const char *resource, JsSlot *slot, bool *rated)
+JsResourceSlot(const char *resource, JsSlot *slot, bool *slotted, bool *rated)
 {
 	int32		limit;
 
@@ -288,7 +290,8 @@ JsResourceSlot(const char *resource, JsSlot *slot, bool *rated)
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 				 errmsg("resource \"%s\" does not exist", resource)));
-	return limit == 0 || JsSlotFor(slot, "resource", resource, NULL, limit);
+	*slotted = limit != 0;
+	return !*slotted || JsSlotFor(slot, "resource", resource, NULL, limit);
 }
 
 /*
@@ -380,6 +383,8 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 		char	   *resource = c->resource;
 		char	   *key = c->concurrency_key;
 		bool		rated = false;
+		bool		resource_slotted = false;
+		bool		key_slotted = lc->has_key_limit && key != NULL;
 		JsTaken		taken;
 		Datum		out[5];
 		bool		outnulls[5] = {false, false, false, false, false};
@@ -392,8 +397,8 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 			break;
 		}
 		if ((resource != NULL &&
-			 !JsResourceSlot(resource, &lc->resource_slot, &rated)) ||
-			(lc->has_key_limit && key != NULL &&
+			 !JsResourceSlot(resource, &lc->resource_slot, &resource_slotted, &rated)) ||
+			(key_slotted &&
 			 !JsSlotFor(&lc->key_slot, "key", lc->queue, key, lc->key_limit)))
 		{
 			lc->unbroken = false;
@@ -402,8 +407,7 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 
 		/* then the job, unless another claimer has it; a token last */
 		switch (JsTakeJob(lc->take, &lc->args, Int64GetDatum(job_id),
-						  lc->has_queue_limit || lc->resource_slot.n != 0 ||
-						  (lc->has_key_limit && key != NULL),
+						  lc->has_queue_limit || resource_slotted || key_slotted,
 						  rated ? JsTakeTokenFor : NULL, resource, &taken))
 		{
 			case JS_TAKE_SKIPPED:
@@ -430,9 +434,9 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 
 		if (lc->has_queue_limit)
 			JsSlotHold(&lc->queue_slot, job_id, lc->queue);
-		if (resource != NULL)
+		if (resource_slotted)
 			JsSlotHold(&lc->resource_slot, job_id, lc->queue);
-		if (lc->has_key_limit && key != NULL)
+		if (key_slotted)
 			JsSlotHold(&lc->key_slot, job_id, lc->queue);
 
 		/* minting may run SPI (first use of the secret): after the reads */

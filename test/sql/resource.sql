@@ -139,6 +139,23 @@ INSERT INTO job_state.job (queue, input, input_hash, concurrency_key)
 SELECT count(*) AS tenant_slots FROM job_state.slot WHERE kind = 'key' AND scope = 'raw_keyed';
 SELECT count(*) AS one_per_key FROM job_state.claim('raw_keyed', 'w', max_jobs => 10);
 
+-- a job whose resource has no concurrency limit holds no slot, not even
+-- the spare a job of another resource left: here the first job takes a
+-- slot of spare_a, then fails as used up (deadline), and the second job
+-- (resource spare_b, a rate only) starts without it, so the third
+-- (spare_a again) takes the slot in the same claim
+SELECT job_state.create_queue('spare_q');
+SELECT job_state.create_resource('spare_a', 1);
+SELECT job_state.create_resource('spare_b', NULL, 1000);
+SELECT count(*) FROM job_state.submit('spare_q', '{"n": 1}', resource => 'spare_a',
+									  deadline => now() - interval '1 s');
+SELECT job_id AS spare_b_job FROM job_state.submit('spare_q', '{"n": 2}', resource => 'spare_b') \gset
+SELECT job_id AS spare_a_job FROM job_state.submit('spare_q', '{"n": 3}', resource => 'spare_a') \gset
+SELECT array_agg(job_id ORDER BY job_id) = ARRAY[:spare_b_job, :spare_a_job]::bigint[] AS both_started
+  FROM job_state.claim('spare_q', 'w', max_jobs => 3);
+SELECT holds_slots AS spare_b_holds_slots FROM job_state.job WHERE id = :spare_b_job;
+SELECT job_id = :spare_a_job AS held_by_the_spare_a_job FROM job_state.slot WHERE scope = 'spare_a';
+
 -- restore mode (superuser) lets a dump be replayed or repaired as it is
 SET job_state.restore = on;
 UPDATE job_state.resource SET concurrency_limit = 10 WHERE name = 'gpu';
