@@ -26,7 +26,8 @@ OBJS = \
 	src/schedule.o \
 	src/purge.o \
 	src/operation.o \
-	src/limits.o src/slot.o
+	src/limits.o \
+	src/slot.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 

@@ -21,8 +21,9 @@
  * part, checks that the resource a new job names exists after the job is
  * written (limits.c), also under the latest snapshot: a delete that
  * committed while the submit or INSERT waited for the job table is seen
- * (JS008), and one that comes later waits for it and sees its job (JS003).  No job may name the resource, so the look is
- * a scan of the job table: deleting a resource is an operator's rare act.
+ * (JS008), and one that comes later waits for it and sees its job (JS003).
+ * No job may name the resource, so the look is a scan of the job table:
+ * deleting a resource is an operator's rare act.
  *
  * When a resource is created with a concurrency_limit, or its limit is set
  * or raised (by create_resource, alter_resource or raw SQL alike), the
