@@ -209,7 +209,8 @@ CREATE TABLE job_state.job (
 ) WITH (fillfactor = 80,
 		autovacuum_vacuum_scale_factor = 0.01,
 		autovacuum_vacuum_insert_scale_factor = 0.01,
-		autovacuum_analyze_scale_factor = 0.02);
+		autovacuum_analyze_scale_factor = 0.02,
+		vacuum_truncate = false);
 COMMENT ON TABLE job_state.job IS
 	'one row per job; every write is checked by the job_state_fsm trigger (which also checks the key lengths and max_attempts, in place of CHECK constraints that would be parsed again for every statement)';
 
@@ -236,7 +237,8 @@ CREATE TABLE job_state.job_event (
 	generation pg_catalog.int4 NOT NULL,
 	at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
 	detail pg_catalog.jsonb
-) WITH (autovacuum_vacuum_insert_scale_factor = 0.05);
+) WITH (autovacuum_vacuum_insert_scale_factor = 0.05,
+		vacuum_truncate = false);
 COMMENT ON TABLE job_state.job_event IS
 	'append-only history of job state changes (from_status is NULL for the submit)';
 CREATE INDEX job_event_job ON job_state.job_event (queue, job_id);

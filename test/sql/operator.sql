@@ -99,3 +99,20 @@ SELECT seq_scan - :seq0 AS seq_scans FROM pg_stat_user_tables
 SELECT queue, status, reason FROM job_state.job WHERE id IN (:far, :near) ORDER BY id;
 SELECT indexrelid::regclass AS job_indexes FROM pg_index
  WHERE indrelid = 'job_state.job'::regclass ORDER BY 1::text;
+
+-- vacuum keeps the pages a purge empties at the end of the job and history
+-- tables (vacuum_truncate = false: no ACCESS EXCLUSIVE lock on them)
+SELECT job_state.create_queue('vt');
+SELECT count(job_state.cancel(s.job_id))
+  FROM generate_series(1, 400) i,
+       LATERAL job_state.submit('vt', jsonb_build_object('n', i)) s;
+SELECT pg_relation_size('job_state.job') AS job0,
+       pg_relation_size('job_state.job_event') AS event0 \gset
+SELECT job_state.purge('0') AS purged;
+VACUUM job_state.job, job_state.job_event;
+SELECT pg_relation_size('job_state.job') = :job0 AS job_kept,
+       pg_relation_size('job_state.job_event') = :event0 AS event_kept,
+       (SELECT count(*) FROM job_state.job WHERE queue = 'vt') AS vt_jobs;
+-- and VACUUM (TRUNCATE) gives them back when asked
+VACUUM (TRUNCATE) job_state.job_event;
+SELECT pg_relation_size('job_state.job_event') < :event0 AS event_truncated;
