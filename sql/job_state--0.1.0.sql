@@ -195,7 +195,9 @@ CREATE TABLE job_state.job (
 	throttles pg_catalog.int4 NOT NULL DEFAULT 0,
 	run_after pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	cancel_requested pg_catalog.bool NOT NULL DEFAULT false,
-	holds_slots pg_catalog.bool NOT NULL DEFAULT false,
+	queue_slot pg_catalog.int4,
+	resource_slot pg_catalog.int4,
+	key_slot pg_catalog.int4,
 	lease_expires_at pg_catalog.timestamptz,
 	started_at pg_catalog.timestamptz,
 	finished_at pg_catalog.timestamptz,
@@ -282,6 +284,12 @@ COMMENT ON TABLE job_state.resource IS
  * expressions again for each such write.  Claim reads only the slots of
  * the kind it asks for numbered 1 to the limit, so a row of another kind
  * or number is never taken as a slot.
+ *
+ * Only the primary key is indexed: taking and freeing a slot changes
+ * job_id and queue alone, so both are HOT updates that add no index entry
+ * for the next claimer to walk past.  A running job records the numbers of
+ * the slots it holds (job.queue_slot, resource_slot, key_slot), and they
+ * are freed by primary key.
  */
 CREATE TABLE job_state.slot (
 	kind pg_catalog.text NOT NULL,
@@ -294,7 +302,6 @@ CREATE TABLE job_state.slot (
 ) WITH (fillfactor = 50);
 COMMENT ON TABLE job_state.slot IS
 	'one row per unit of a concurrency limit (kind queue, resource or key; n from 1 to the limit); job_id is the running job holding it';
-CREATE INDEX slot_holder ON job_state.slot (job_id) WHERE job_id IS NOT NULL;
 
 /*
  * Side effects: one row per external operation of a job.

@@ -137,7 +137,9 @@ JsJobColumnsFor(Relation rel)
 	js_cols.deadline = JsColumnNumber(rel, "deadline");
 	js_cols.max_attempts = JsColumnNumber(rel, "max_attempts");
 	js_cols.budget = JsColumnNumber(rel, "budget");
-	js_cols.holds_slots = JsColumnNumber(rel, "holds_slots");
+	js_cols.slot[JS_SLOT_QUEUE] = JsColumnNumber(rel, "queue_slot");
+	js_cols.slot[JS_SLOT_RESOURCE] = JsColumnNumber(rel, "resource_slot");
+	js_cols.slot[JS_SLOT_KEY] = JsColumnNumber(rel, "key_slot");
 	js_cols.spent = JsColumnNumber(rel, "spent");
 	js_cols.cancel_requested = JsColumnNumber(rel, "cancel_requested");
 	js_cols.lease_expires_at = JsColumnNumber(rel, "lease_expires_at");
@@ -277,6 +279,43 @@ JsRefuseLimitChange(int64 job_id, const char *column, JsStatus to)
 			 errhint("Change them on a waiting job, or in the same update that re-runs it.")));
 }
 
+/*
+ * The numbers of the slots a job holds are written by claim and by a limit
+ * that adopts running jobs (limits.c), and cleared when the job leaves
+ * running.  A running job's numbers never change: the slots would no
+ * longer be freed when it stops, and the limit would shrink for good.
+ */
+static void
+JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
+				   HeapTuple oldtup, int64 job_id)
+{
+	int			kind;
+
+	for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
+	{
+		int			attnum = cols->slot[kind];
+		const char *column = NameStr(TupleDescAttr(tupdesc, attnum - 1)->attname);
+
+		if (oldtup == NULL)
+		{
+			if (!heap_attisnull(newtup, attnum, tupdesc))
+				ereport(ERROR,
+						(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+						 errmsg("job %lld cannot be inserted holding a slot", (long long) job_id),
+						 errdetail("Column \"%s\" is set; a waiting job holds no slot.", column),
+						 errhint("Use job_state.submit(); claim records the slots a job takes.")));
+		}
+		else if (!heap_attisnull(oldtup, attnum, tupdesc) &&
+				 !JsSameValue(oldtup, newtup, tupdesc, attnum))
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+					 errmsg("column \"%s\" of running job %lld cannot change", column,
+							(long long) job_id),
+					 errdetail("It is the number of a slot the job holds until it stops running."),
+					 errhint("Complete, fail or cancel the job; its slots are freed then.")));
+	}
+}
+
 static void
 JsRefuseDecrease(int64 job_id, const char *column, int64 oldval, int64 newval)
 {
@@ -371,6 +410,7 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 	}
 
 	JsCheckValues(cols, tupdesc, tuple, NULL);
+	JsCheckSlotColumns(cols, tupdesc, tuple, NULL, job_id);
 
 	input = heap_getattr(tuple, cols->input, tupdesc, &isnull);
 	if (isnull)
@@ -475,6 +515,8 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 				 errhint("See the state diagram in the job_state README.")));
 
 	JsCheckValues(cols, tupdesc, newtup, oldtup);
+	if (to == JS_RUNNING)
+		JsCheckSlotColumns(cols, tupdesc, newtup, oldtup, job_id);
 
 	/* forward-only counters */
 	old_gen = JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull);
@@ -557,11 +599,14 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 	/* off running: no lease, and the slots go back (job_state_event) */
 	if (to != JS_RUNNING)
 	{
+		int			kind;
+
 		(void) heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
 		if (!isnull)
 			SET_COLUMN(cols->lease_expires_at, (Datum) 0, true);
-		if (DatumGetBool(heap_getattr(newtup, cols->holds_slots, tupdesc, &isnull)))
-			SET_COLUMN(cols->holds_slots, BoolGetDatum(false), false);
+		for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
+			if (!heap_attisnull(newtup, cols->slot[kind], tupdesc))
+				SET_COLUMN(cols->slot[kind], (Datum) 0, true);
 	}
 
 #undef SET_COLUMN
@@ -628,6 +673,44 @@ JsNamesNewLimit(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
 }
 
 /*
+ * Free the slots whose numbers oldtup records (slot.c).  A resource's or a
+ * key's slot is found by the job's resource or key, which cannot change
+ * while it runs.
+ */
+static void
+JsReleaseJobSlots(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup)
+{
+	int32		numbers[JS_NUM_SLOT_KINDS];
+	char	   *scopes[JS_NUM_SLOT_KINDS] = {NULL, NULL, NULL};
+	bool		held = false;
+	bool		isnull;
+	int			kind;
+
+	for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
+	{
+		int			scope_col = kind == JS_SLOT_RESOURCE ? cols->resource :
+			kind == JS_SLOT_KEY ? cols->concurrency_key : cols->queue;
+		Datum		scope;
+
+		numbers[kind] = JsTupleInt32(oldtup, tupdesc, cols->slot[kind], &isnull);
+		if (numbers[kind] == 0)
+			continue;
+		scope = heap_getattr(oldtup, scope_col, tupdesc, &isnull);
+		if (isnull)
+			numbers[kind] = 0;	/* set by hand on a job without a resource or key */
+		else
+		{
+			scopes[kind] = TextDatumGetCString(scope);
+			held = true;
+		}
+	}
+	if (held)
+		JsReleaseSlots(JsTupleJobId(cols, oldtup, tupdesc),
+					   TextDatumGetCString(heap_getattr(oldtup, cols->queue, tupdesc, &isnull)),
+					   scopes[JS_SLOT_RESOURCE], scopes[JS_SLOT_KEY], numbers);
+}
+
+/*
  * job_state_event (AFTER ROW): one job_event row per change of status or
  * generation (event.c), and the concurrency slots of a job that left
  * running go back (slot.c).
@@ -656,16 +739,9 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 	newtup = TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
 	to = JsTupleStatus(cols, newtup, tupdesc);
 
-	if (TRIGGER_FIRED_BY_UPDATE(event))
-	{
-		HeapTuple	oldtup = trigdata->tg_trigtuple;
-		bool		held;
-
-		/* the BEFORE trigger cleared holds_slots when the job left running */
-		held = DatumGetBool(heap_getattr(oldtup, cols->holds_slots, tupdesc, &isnull));
-		if (held && to != JS_RUNNING && !js_restore)
-			JsReleaseSlots(JsTupleJobId(cols, oldtup, tupdesc));
-	}
+	/* the BEFORE trigger cleared the slot numbers when the job left running */
+	if (TRIGGER_FIRED_BY_UPDATE(event) && to != JS_RUNNING && !js_restore)
+		JsReleaseJobSlots(cols, tupdesc, trigdata->tg_trigtuple);
 
 	/* a restore brings the slots and the queue's flag with it */
 	if (!js_restore &&

@@ -59,6 +59,20 @@ extern const char *const js_status_names[JS_NUM_STATUS];
 
 /* fsm.c */
 extern bool js_purging;
+
+/*
+ * The three kinds of concurrency limit, in the order claim takes their
+ * slots and job.queue_slot, resource_slot and key_slot record them.
+ */
+typedef enum JsSlotKind
+{
+	JS_SLOT_QUEUE,
+	JS_SLOT_RESOURCE,
+	JS_SLOT_KEY
+} JsSlotKind;
+
+#define JS_NUM_SLOT_KINDS 3
+
 /*
  * Attribute numbers of the job table and the OIDs of the status labels,
  * looked up once per relation.
@@ -86,7 +100,7 @@ typedef struct JsJobColumns
 	int			max_attempts;
 	int			budget;
 	int			spent;
-	int			holds_slots;
+	int			slot[JS_NUM_SLOT_KINDS];	/* queue_slot, resource_slot, key_slot */
 	int			cancel_requested;
 	int			lease_expires_at;
 	int			worker;
@@ -283,7 +297,7 @@ extern int	JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *ex
 extern bool JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now);
 extern int	JsReadCandidates(JsTake *t, const JsTakeArgs *args, JsCandidate *out);
 extern JsTakeResult JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id,
-							  bool holds_slots, bool (*may_start) (void *arg),
+							  const int32 *slots, bool (*may_start) (void *arg),
 							  void *arg, JsTaken *out);
 
 /* queue.c */
@@ -346,7 +360,8 @@ typedef struct JsSlot
 extern bool JsSlotLockFree(JsSlot *slot, const char *kind, const char *scope,
 						   const char *key, int32 limit);
 extern void JsSlotHold(JsSlot *slot, int64 job_id, const char *queue);
-extern void JsReleaseSlots(int64 job_id);
+extern void JsReleaseSlots(int64 job_id, const char *queue, const char *resource,
+						   const char *key, const int32 *numbers);
 
 /* resource.c */
 extern bool JsReadResourceLimits(const char *name, int32 *limit, bool *rated);

@@ -15,10 +15,11 @@
  * slot is taken only as its newest, free version, so never twice.  The
  * number of running jobs of a scope therefore never exceeds its N.
  *
- * Slots are freed by the job trigger when a job leaves running (succeed,
- * fail, retry, cancel, lease expiry, raw SQL alike): the BEFORE trigger
- * clears job.holds_slots and the AFTER trigger (fsm.c) releases the rows
- * (slot.c).
+ * A job that starts records the numbers of its slots in the job row
+ * (queue_slot, resource_slot, key_slot).  They are freed by the job trigger
+ * when it leaves running (succeed, fail, retry, cancel, lease expiry, raw
+ * SQL alike): the BEFORE trigger clears the numbers and the AFTER trigger
+ * (fsm.c) frees those rows by primary key (slot.c).
  *
  * max_starts_per_second is a token bucket on the resource row (burst: one
  * second's worth, at least 1).  A claimer that finds the row locked by
@@ -95,32 +96,40 @@ static JsPlan ensure_keys_plan = {
  * Running jobs of queue $1 that hold no slot of kind $3 (they started
  * before the limit existed) take free slots numbered up to $2, the n-th
  * such job of a key the n-th free slot of that key (one key, '', for kind
- * 'queue'), and are marked as holding slots so that leaving running frees
- * them.  A slot a claimer takes meanwhile is left to it.
+ * 'queue'), and record its number, so that leaving running frees it.  The
+ * jobs are locked first, so one that leaves running meanwhile is left out
+ * rather than holding a slot it will never free; a slot a claimer takes
+ * meanwhile is left to it.
  */
 static JsPlan adopt_plan = {
-	"WITH held AS ("
-	"  UPDATE job_state.job j SET holds_slots = true"
+	"WITH running AS ("
+	"  SELECT j.id,"
+	"   CASE WHEN $3 OPERATOR(pg_catalog.=) 'queue' THEN '' ELSE j.concurrency_key END AS key"
+	"   FROM job_state.job j"
 	"   WHERE j.queue OPERATOR(pg_catalog.=) $1"
 	"    AND j.status OPERATOR(pg_catalog.=) 'running'::job_state.status"
-	"    AND ($3 OPERATOR(pg_catalog.=) 'queue' OR j.concurrency_key IS NOT NULL)"
-	"    AND NOT EXISTS (SELECT 1 FROM job_state.slot s"
-	"     WHERE s.kind OPERATOR(pg_catalog.=) $3 AND s.scope OPERATOR(pg_catalog.=) $1"
-	"      AND s.job_id OPERATOR(pg_catalog.=) j.id)"
-	"  RETURNING j.id,"
-	"   CASE WHEN $3 OPERATOR(pg_catalog.=) 'queue' THEN '' ELSE j.concurrency_key END AS key),"
+	"    AND CASE WHEN $3 OPERATOR(pg_catalog.=) 'queue' THEN j.queue_slot IS NULL"
+	"     ELSE j.key_slot IS NULL AND j.concurrency_key IS NOT NULL END"
+	"   FOR NO KEY UPDATE OF j),"
 	" jobs AS (SELECT id, key,"
-	"   pg_catalog.row_number() OVER (PARTITION BY key ORDER BY id) AS r FROM held),"
+	"   pg_catalog.row_number() OVER (PARTITION BY key ORDER BY id) AS r FROM running),"
 	" free AS (SELECT key, n,"
 	"   pg_catalog.row_number() OVER (PARTITION BY key ORDER BY n) AS r"
 	"   FROM job_state.slot"
 	"   WHERE kind OPERATOR(pg_catalog.=) $3 AND scope OPERATOR(pg_catalog.=) $1"
-	"    AND n OPERATOR(pg_catalog.>=) 1 AND n OPERATOR(pg_catalog.<=) $2 AND job_id IS NULL)"
-	" UPDATE job_state.slot s SET job_id = jobs.id, queue = $1"
-	"  FROM jobs JOIN free USING (key, r)"
-	"  WHERE s.kind OPERATOR(pg_catalog.=) $3 AND s.scope OPERATOR(pg_catalog.=) $1"
-	"   AND s.key OPERATOR(pg_catalog.=) free.key AND s.n OPERATOR(pg_catalog.=) free.n"
-	"   AND s.job_id IS NULL",
+	"    AND n OPERATOR(pg_catalog.>=) 1 AND n OPERATOR(pg_catalog.<=) $2 AND job_id IS NULL),"
+	" took AS ("
+	"  UPDATE job_state.slot s SET job_id = jobs.id, queue = $1"
+	"   FROM jobs JOIN free USING (key, r)"
+	"   WHERE s.kind OPERATOR(pg_catalog.=) $3 AND s.scope OPERATOR(pg_catalog.=) $1"
+	"    AND s.key OPERATOR(pg_catalog.=) free.key AND s.n OPERATOR(pg_catalog.=) free.n"
+	"    AND s.job_id IS NULL"
+	"  RETURNING s.job_id, s.n)"
+	" UPDATE job_state.job j"
+	"  SET queue_slot = CASE WHEN $3 OPERATOR(pg_catalog.=) 'queue' THEN took.n ELSE j.queue_slot END,"
+	"   key_slot = CASE WHEN $3 OPERATOR(pg_catalog.=) 'key' THEN took.n ELSE j.key_slot END"
+	"  FROM took"
+	"  WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) took.job_id",
 	3, {TEXTOID, INT4OID, TEXTOID}
 };
 
@@ -198,29 +207,32 @@ JsQueueLimitSlots(const char *queue, bool per_key, int32 limit)
 /*
  * Running jobs naming resource $1 that hold no slot of it (they started
  * before the limit existed or was raised) take free slots numbered up to
- * $2, and are marked as holding slots so that leaving running frees them.
- * A slot a claimer takes meanwhile is left to it.
+ * $2 and record their numbers, as adopt_plan does for a queue's limits.
  */
 static JsPlan adopt_resource_plan = {
-	"WITH held AS ("
-	"  UPDATE job_state.job j SET holds_slots = true"
+	"WITH running AS ("
+	"  SELECT j.queue, j.id FROM job_state.job j"
 	"   WHERE j.resource OPERATOR(pg_catalog.=) $1"
 	"    AND j.status OPERATOR(pg_catalog.=) 'running'::job_state.status"
-	"    AND NOT EXISTS (SELECT 1 FROM job_state.slot s"
-	"     WHERE s.kind OPERATOR(pg_catalog.=) 'resource' AND s.scope OPERATOR(pg_catalog.=) $1"
-	"      AND s.job_id OPERATOR(pg_catalog.=) j.id)"
-	"  RETURNING j.queue, j.id),"
-	" jobs AS (SELECT queue, id, pg_catalog.row_number() OVER (ORDER BY id) AS r FROM held),"
+	"    AND j.resource_slot IS NULL"
+	"   FOR NO KEY UPDATE OF j),"
+	" jobs AS (SELECT queue, id, pg_catalog.row_number() OVER (ORDER BY id) AS r FROM running),"
 	" free AS (SELECT n, pg_catalog.row_number() OVER (ORDER BY n) AS r"
 	"   FROM job_state.slot"
 	"   WHERE kind OPERATOR(pg_catalog.=) 'resource' AND scope OPERATOR(pg_catalog.=) $1"
 	"    AND key OPERATOR(pg_catalog.=) '' AND n OPERATOR(pg_catalog.>=) 1"
-	"    AND n OPERATOR(pg_catalog.<=) $2 AND job_id IS NULL)"
-	" UPDATE job_state.slot s SET job_id = jobs.id, queue = jobs.queue"
-	"  FROM jobs JOIN free USING (r)"
-	"  WHERE s.kind OPERATOR(pg_catalog.=) 'resource' AND s.scope OPERATOR(pg_catalog.=) $1"
-	"   AND s.key OPERATOR(pg_catalog.=) '' AND s.n OPERATOR(pg_catalog.=) free.n"
-	"   AND s.job_id IS NULL",
+	"    AND n OPERATOR(pg_catalog.<=) $2 AND job_id IS NULL),"
+	" took AS ("
+	"  UPDATE job_state.slot s SET job_id = jobs.id, queue = jobs.queue"
+	"   FROM jobs JOIN free USING (r)"
+	"   WHERE s.kind OPERATOR(pg_catalog.=) 'resource' AND s.scope OPERATOR(pg_catalog.=) $1"
+	"    AND s.key OPERATOR(pg_catalog.=) '' AND s.n OPERATOR(pg_catalog.=) free.n"
+	"    AND s.job_id IS NULL"
+	"  RETURNING s.queue, s.job_id, s.n)"
+	" UPDATE job_state.job j SET resource_slot = took.n"
+	"  FROM took"
+	"  WHERE j.queue OPERATOR(pg_catalog.=) took.queue"
+	"   AND j.id OPERATOR(pg_catalog.=) took.job_id",
 	2, {TEXTOID, INT4OID}
 };
 
@@ -385,6 +397,7 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 		bool		rated = false;
 		bool		resource_slotted = false;
 		bool		key_slotted = lc->has_key_limit && key != NULL;
+		int32		slots[JS_NUM_SLOT_KINDS] = {0, 0, 0};
 		JsTaken		taken;
 		Datum		out[5];
 		bool		outnulls[5] = {false, false, false, false, false};
@@ -406,8 +419,13 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 		}
 
 		/* then the job, unless another claimer has it; a token last */
-		switch (JsTakeJob(lc->take, &lc->args, Int64GetDatum(job_id),
-						  lc->has_queue_limit || resource_slotted || key_slotted,
+		if (lc->has_queue_limit)
+			slots[JS_SLOT_QUEUE] = lc->queue_slot.n;
+		if (resource_slotted)
+			slots[JS_SLOT_RESOURCE] = lc->resource_slot.n;
+		if (key_slotted)
+			slots[JS_SLOT_KEY] = lc->key_slot.n;
+		switch (JsTakeJob(lc->take, &lc->args, Int64GetDatum(job_id), slots,
 						  rated ? JsTakeTokenFor : NULL, resource, &taken))
 		{
 			case JS_TAKE_SKIPPED:

@@ -12,7 +12,14 @@
  *	 WHERE kind = $1 AND scope = $2 AND key = $3 AND job_id IS NULL
  *	   AND n <= $4 ORDER BY n LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED;
  *	UPDATE job_state.slot SET job_id = $5, queue = $6 WHERE <that row>;
- *	UPDATE job_state.slot SET job_id = NULL, queue = NULL WHERE job_id = $1;
+ *	UPDATE job_state.slot SET job_id = NULL, queue = NULL
+ *	 WHERE (kind, scope, key, n) = (...) AND job_id = $1;
+ *
+ * The last finds the slot by the number the job row records.  None of them
+ * changes an indexed column, so a slot is taken and freed by HOT updates
+ * (the table keeps half of each page free for them):
+ * no index entry is added, and the walk of a scope's slots passes exactly
+ * its N entries, however many times they were taken.
  *
  * Slots are bookkeeping shared by all claimers, not data a transaction
  * reads: they are read under the latest snapshot whatever the isolation
@@ -66,6 +73,19 @@ JsSlotKey(ScanKey key, Relation index, AttrNumber attno, StrategyNumber strategy
 {
 	ScanKeyEntryInitialize(key, 0, attno, strategy, InvalidOid,
 						   index->rd_indcollation[attno - 1], proc, arg);
+}
+
+/* keys[0..2]: the slots of (kind, scope, key) in slot_pkey */
+static void
+JsSlotScopeKeys(ScanKey keys, Relation pkey, const char *kind, const char *scope,
+				const char *key)
+{
+	JsSlotKey(&keys[0], pkey, 1, BTEqualStrategyNumber, F_TEXTEQ,
+			  CStringGetTextDatum(kind));
+	JsSlotKey(&keys[1], pkey, 2, BTEqualStrategyNumber, F_TEXTEQ,
+			  CStringGetTextDatum(scope));
+	JsSlotKey(&keys[2], pkey, 3, BTEqualStrategyNumber, F_TEXTEQ,
+			  CStringGetTextDatum(key ? key : ""));
 }
 
 /* the slot table has the columns this file writes, by number */
@@ -124,12 +144,7 @@ JsSlotLockFree(JsSlot *slot, const char *kind, const char *scope,
 	bool		found = false;
 
 	JsSlotCheckShape(rel);
-	JsSlotKey(&keys[0], pkey, 1, BTEqualStrategyNumber, F_TEXTEQ,
-			  CStringGetTextDatum(kind));
-	JsSlotKey(&keys[1], pkey, 2, BTEqualStrategyNumber, F_TEXTEQ,
-			  CStringGetTextDatum(scope));
-	JsSlotKey(&keys[2], pkey, 3, BTEqualStrategyNumber, F_TEXTEQ,
-			  CStringGetTextDatum(key ? key : ""));
+	JsSlotScopeKeys(keys, pkey, kind, scope, key);
 	JsSlotKey(&keys[3], pkey, 4, BTGreaterEqualStrategyNumber, F_INT4GE,
 			  Int32GetDatum(1));
 	JsSlotKey(&keys[4], pkey, 4, BTLessEqualStrategyNumber, F_INT4LE,
@@ -201,52 +216,68 @@ JsSlotHold(JsSlot *slot, int64 job_id, const char *queue)
 }
 
 /*
- * Free the slots of a job that left running; called by the job's AFTER
- * trigger (fsm.c) when the old row held slots.  A slot row another
- * transaction has locked is waited for, as an UPDATE waits.
+ * Free the slots of a job that left running, numbers[kind] of each kind
+ * (JsSlotKind order, 0 for none): the queue's and the key's are scoped by
+ * queue, the resource's by resource.  Called by the job's AFTER trigger
+ * (fsm.c) with the numbers the old row recorded.  A slot row another
+ * transaction has locked is waited for, as an UPDATE waits, and only a
+ * slot still held by the job is freed.
  */
 void
-JsReleaseSlots(int64 job_id)
+JsReleaseSlots(int64 job_id, const char *queue, const char *resource,
+			   const char *key, const int32 *numbers)
 {
+	static const char *const kinds[JS_NUM_SLOT_KINDS] = {"queue", "resource", "key"};
 	Relation	rel = table_open(JsOwnRelid("slot"), RowExclusiveLock);
-	Relation	holder = index_open(JsOwnRelid("slot_holder"), RowExclusiveLock);
+	Relation	pkey = index_open(JsOwnRelid("slot_pkey"), RowExclusiveLock);
 	TupleTableSlot *scanslot = table_slot_create(rel, NULL);
 	JsRowWriter w;
 	TupleTableSlot *locked;
 	TupleTableSlot *newslot;
-	ScanKeyData key;
 	IndexScanDesc scan;
+	int			kind;
 
 	JsSlotCheckShape(rel);
-	JsSlotKey(&key, holder, 1, BTEqualStrategyNumber, F_INT8EQ,
-			  Int64GetDatum(job_id));
 	JsRowWriterBeginUpdate(&w, rel, &locked, &newslot);
 	PushActiveSnapshot(GetLatestSnapshot());
-	scan = JsIndexBeginScan(rel, holder, GetActiveSnapshot(), 1);
-	index_rescan(scan, &key, 1, NULL, 0);
-	while (index_getnext_slot(scan, ForwardScanDirection, scanslot))
+	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 4);
+	for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
 	{
-		ItemPointerData tid = scanslot->tts_tid;
+		ScanKeyData keys[4];
+		ItemPointerData tid;
 		bool		isnull;
+		Datum		holder;
+
+		if (numbers[kind] == 0)
+			continue;
+		JsSlotScopeKeys(keys, pkey, kinds[kind],
+						kind == JS_SLOT_RESOURCE ? resource : queue,
+						kind == JS_SLOT_KEY ? key : NULL);
+		JsSlotKey(&keys[3], pkey, 4, BTEqualStrategyNumber, F_INT4EQ,
+				  Int32GetDatum(numbers[kind]));
+		index_rescan(scan, keys, 4, NULL, 0);
+		if (!index_getnext_slot(scan, ForwardScanDirection, scanslot))
+			continue;			/* gone with its queue or resource */
+		tid = scanslot->tts_tid;
 
 		/* its newest version, as an UPDATE re-checks its WHERE clause */
 		if (!JsSlotLockRow(rel, &tid, locked, LockWaitBlock,
 						   TUPLE_LOCK_FLAG_FIND_LAST_VERSION))
 			continue;
-		if (DatumGetInt64(slot_getattr(locked, SLOT_JOB_ID, &isnull)) != job_id || isnull)
+		holder = slot_getattr(locked, SLOT_JOB_ID, &isnull);
+		if (isnull || DatumGetInt64(holder) != job_id)
 			continue;
 		JsRowWriterCopy(newslot, locked);
 		newslot->tts_isnull[SLOT_JOB_ID - 1] = true;
 		newslot->tts_isnull[SLOT_QUEUE - 1] = true;
 		ExecStoreVirtualTuple(newslot);
 		JsRowWriterUpdate(&w, locked, newslot);
-		CHECK_FOR_INTERRUPTS();
 	}
 	index_endscan(scan);
 	PopActiveSnapshot();
 	JsRowWriterEndUpdate(&w, locked);
 
 	ExecDropSingleTupleTableSlot(scanslot);
-	index_close(holder, NoLock);
+	index_close(pkey, NoLock);
 	table_close(rel, NoLock);
 }

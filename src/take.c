@@ -156,10 +156,12 @@ JsUsedUp(const JsJobColumns *cols, TupleTableSlot *slot)
  * was passed over (locked by another claimer, gone, or no longer ready).
  * A job that may start is first offered to may_start, if given (the
  * limited path's start token): false leaves it locked and unchanged,
- * JS_TAKE_THROTTLED.  holds_slots is written with the move to running.
+ * JS_TAKE_THROTTLED.  slots, if given, are the numbers of the slots the
+ * job will hold (JsSlotKind order, 0 for none), recorded with the move to
+ * running.
  */
 static JsTakeResult
-JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step, bool holds_slots,
+JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step, const int32 *slots,
 		  bool (*may_start) (void *arg), void *arg, JsTaken *out)
 {
 	const JsJobColumns *cols = t->cols;
@@ -169,6 +171,7 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step, bool holds_slots,
 	ItemPointerData tid = t->scanslot->tts_tid;
 	bool		isnull;
 	const char *why;
+	int			kind;
 
 	/* SKIP LOCKED: a job another claimer holds is passed over */
 	if (!JsLockRow(w, &tid, locked, LockWaitSkip))
@@ -195,8 +198,13 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step, bool holds_slots,
 								TimestampTzGetDatum(GetCurrentTimestamp()),
 								IntervalPGetDatum(args->lease));
 	newslot->tts_isnull[cols->lease_expires_at - 1] = why != NULL;
-	newslot->tts_values[cols->holds_slots - 1] = BoolGetDatum(holds_slots && why == NULL);
-	newslot->tts_isnull[cols->holds_slots - 1] = false;
+	for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
+	{
+		bool		held = slots != NULL && slots[kind] != 0 && why == NULL;
+
+		newslot->tts_values[cols->slot[kind] - 1] = held ? Int32GetDatum(slots[kind]) : (Datum) 0;
+		newslot->tts_isnull[cols->slot[kind] - 1] = !held;
+	}
 	ExecStoreVirtualTuple(newslot);
 
 	/* the job trigger bumps generation and attempts: read them after */
@@ -289,7 +297,7 @@ JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
 	while (taken < room &&
 		   index_getnext_slot(scan, ForwardScanDirection, t->scanslot))
 	{
-		if (JsTakeOne(t, args, step, false, NULL, NULL, &out[taken]) == JS_TAKE_TAKEN)
+		if (JsTakeOne(t, args, step, NULL, NULL, NULL, &out[taken]) == JS_TAKE_TAKEN)
 			taken++;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -380,7 +388,7 @@ JsReadCandidates(JsTake *t, const JsTakeArgs *args, JsCandidate *out)
  * may_start asked between the lock and the move.
  */
 JsTakeResult
-JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id, bool holds_slots,
+JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id, const int32 *slots,
 		  bool (*may_start) (void *arg), void *arg, JsTaken *out)
 {
 	JsTakeResult result = JS_TAKE_SKIPPED;
@@ -390,7 +398,7 @@ JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id, bool holds_slots,
 		t->pkey = index_open(JsOwnRelid("job_pkey"), AccessShareLock);
 	JsRowWriterBeginUpdate(&step.w, t->job, &step.locked, &step.newslot);
 	if (JsFindJob(t->job, t->pkey, args->queue, id, t->scanslot))
-		result = JsTakeOne(t, args, &step, holds_slots, may_start, arg, out);
+		result = JsTakeOne(t, args, &step, slots, may_start, arg, out);
 
 	JsRowWriterEndUpdate(&step.w, step.locked);
 	return result;

@@ -91,7 +91,7 @@ SELECT job_id AS lu3 FROM job_state.submit('lim_used', '{"n": 3}') \gset
 UPDATE job_state.job SET attempts = 1 WHERE id = :lu2;
 SELECT pg_sleep(0.1);
 SELECT job_id = :lu3 AS third_started FROM job_state.claim('lim_used', 'w', max_jobs => 3);
-SELECT id = :lu1 AS first, status, reason, holds_slots FROM job_state.job
+SELECT id = :lu1 AS first, status, reason, queue_slot FROM job_state.job
  WHERE queue = 'lim_used' ORDER BY id;
 SELECT job_id = :lu3 AS held_by_third FROM job_state.slot WHERE scope = 'lim_used';
 
@@ -130,8 +130,13 @@ SELECT count(*) AS one_more_of_3 FROM job_state.claim('lim_run', 'w', max_jobs =
 UPDATE job_state.queue SET per_key_limit = 2 WHERE name = 'lim_run';
 SELECT kind, count(job_id) AS held FROM job_state.slot WHERE scope = 'lim_run'
  GROUP BY kind ORDER BY kind;
-SELECT count(*) AS holding_jobs FROM job_state.job
- WHERE queue = 'lim_run' AND status = 'running' AND holds_slots;
+SELECT count(queue_slot) AS queue_slots, count(key_slot) AS key_slots
+  FROM job_state.job WHERE queue = 'lim_run' AND status = 'running';
+-- each job records the number of the slot it holds
+SELECT count(*) AS recorded FROM job_state.job j JOIN job_state.slot s
+    ON s.job_id = j.id AND s.scope = j.queue
+   AND s.n = CASE s.kind WHEN 'queue' THEN j.queue_slot ELSE j.key_slot END
+ WHERE j.queue = 'lim_run' AND j.status = 'running';
 SELECT job_state.succeed((:'run_tokens'::job_state.claim_token[])[1]);
 SELECT count(*) AS one_for_the_freed_slot FROM job_state.claim('lim_run', 'w', max_jobs => 6);
 SELECT job_state.succeed((:'run_tokens'::job_state.claim_token[])[2]);
@@ -157,3 +162,23 @@ SELECT job_id AS third_key_job FROM job_state.submit('lim_deep', '{"third": 1}',
 													 concurrency_key => 'third') \gset
 SELECT job_id = :third_key_job AS found_from_the_head FROM job_state.claim('lim_deep', 'w');
 RESET job_state.claim_rescan_interval;
+
+-- taking and freeing a slot are HOT updates (no indexed column changes):
+-- five rounds of two claims and completions, each job holding a queue and
+-- a key slot, are 40 slot updates and add no index entry
+SELECT job_state.create_queue('lim_hot', concurrency_limit => 2, per_key_limit => 1);
+SELECT count(*) FROM (SELECT job_state.submit('lim_hot', jsonb_build_object('i', i),
+											  concurrency_key => 'k' || i % 2)
+						FROM generate_series(1, 10) i) s;
+SELECT pg_stat_force_next_flush();
+SELECT n_tup_upd AS upd0, n_tup_hot_upd AS hot0 FROM pg_stat_user_tables
+ WHERE relid = 'job_state.slot'::regclass \gset
+SELECT count(job_state.succeed(token)) FROM job_state.claim('lim_hot', 'w', max_jobs => 2);
+SELECT count(job_state.succeed(token)) FROM job_state.claim('lim_hot', 'w', max_jobs => 2);
+SELECT count(job_state.succeed(token)) FROM job_state.claim('lim_hot', 'w', max_jobs => 2);
+SELECT count(job_state.succeed(token)) FROM job_state.claim('lim_hot', 'w', max_jobs => 2);
+SELECT count(job_state.succeed(token)) FROM job_state.claim('lim_hot', 'w', max_jobs => 2);
+SELECT pg_stat_force_next_flush();
+SELECT n_tup_upd - :upd0 AS slot_updates, n_tup_hot_upd - :hot0 AS hot_updates
+  FROM pg_stat_user_tables WHERE relid = 'job_state.slot'::regclass;
+SELECT count(*) AS held FROM job_state.slot WHERE scope = 'lim_hot' AND job_id IS NOT NULL;

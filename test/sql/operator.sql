@@ -86,13 +86,18 @@ SELECT created FROM job_state.submit('op', '{"k": 2}', 'again');
 SELECT job_state.create_queue('op_' || i) FROM generate_series(1, 3) i;
 SELECT job_id AS far FROM job_state.submit('op_3', '{"far": 1}') \gset
 SELECT job_id AS near FROM job_state.submit('op_1', '{"near": 1}') \gset
+-- (in a table of a few pages a sequential read is the cheaper plan: give it
+-- the size of a real queue's)
+SELECT count(*) AS bulk FROM generate_series(1, 3000) i,
+       LATERAL job_state.submit('op_2', jsonb_build_object('bulk', i)) s;
+ANALYZE job_state.job;
 SELECT pg_stat_force_next_flush();
 SELECT seq_scan AS seq0 FROM pg_stat_user_tables WHERE relid = 'job_state.job'::regclass \gset
 SELECT job_state.cancel(:far);
 SELECT job_state.redrive(:far);
 SELECT job_state.cancel(:near, 'by id');
 SELECT job_state.reconcile(:near, 'failed');
-SELECT job_state.cancel(:far + 1000);
+SELECT job_state.cancel(:far + 1000000);
 SELECT pg_stat_force_next_flush();
 SELECT seq_scan - :seq0 AS seq_scans FROM pg_stat_user_tables
  WHERE relid = 'job_state.job'::regclass;

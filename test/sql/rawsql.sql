@@ -134,3 +134,26 @@ RESET ROLE;
 DROP ROLE js_raw_nobody;
 -- unknown job_state.* settings are refused
 SET job_state.no_such_setting = 1;
+
+-- a running job records the slots it holds; raw SQL can neither insert a
+-- job holding one nor change a running job's number (the slot would stay
+-- held for good)
+SELECT job_state.create_queue('raw_lim', concurrency_limit => 1);
+\set VERBOSITY default
+INSERT INTO job_state.job (queue, input, input_hash, queue_slot) VALUES ('raw_lim', '{}', '\x00', 1);
+SELECT job_id AS rl FROM job_state.submit('raw_lim', '{"n": 1}') \gset
+SELECT token AS rl_token FROM job_state.claim('raw_lim', 'w') \gset
+UPDATE job_state.job SET queue_slot = NULL WHERE id = :rl;
+\set VERBOSITY sqlstate
+UPDATE job_state.job SET queue_slot = 2 WHERE id = :rl;
+SELECT queue_slot FROM job_state.job WHERE id = :rl;
+-- numbers set by hand on a job that holds no such slot free nothing: here a
+-- raw start that names the slot another job holds, and a key slot on a job
+-- without a key
+SELECT job_id AS rl2 FROM job_state.submit('raw_lim', '{"n": 2}') \gset
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min',
+       queue_slot = 1, key_slot = 1 WHERE id = :rl2;
+UPDATE job_state.job SET status = 'failed' WHERE id = :rl2 RETURNING queue_slot, key_slot;
+SELECT job_id = :rl AS still_held_by_its_job FROM job_state.slot WHERE scope = 'raw_lim';
+SELECT job_state.succeed(:'rl_token');
+SELECT job_id AS freed FROM job_state.slot WHERE scope = 'raw_lim';

@@ -45,8 +45,9 @@ SELECT array_agg(token ORDER BY job_id) AS api_tokens
 SELECT count(*) AS api_running FROM job_state.job WHERE resource = 'api' AND status = 'running';
 SELECT job_state.alter_resource('api', concurrency_limit => 3);
 SELECT count(job_id) AS adopted FROM job_state.slot WHERE kind = 'resource' AND scope = 'api';
-SELECT count(*) AS holding FROM job_state.job
- WHERE resource = 'api' AND status = 'running' AND holds_slots;
+SELECT count(*) AS holding FROM job_state.job j JOIN job_state.slot s
+    ON s.kind = 'resource' AND s.scope = 'api' AND s.n = j.resource_slot AND s.job_id = j.id
+ WHERE j.resource = 'api' AND j.status = 'running';
 SELECT count(*) AS one_more_of_3 FROM job_state.claim('rq', 'w', max_jobs => 10) c
   JOIN job_state.job j ON j.id = c.job_id AND j.resource = 'api';
 SELECT count(*) AS at_limit FROM job_state.claim('rq', 'w', max_jobs => 10) c
@@ -153,7 +154,7 @@ SELECT job_id AS spare_b_job FROM job_state.submit('spare_q', '{"n": 2}', resour
 SELECT job_id AS spare_a_job FROM job_state.submit('spare_q', '{"n": 3}', resource => 'spare_a') \gset
 SELECT array_agg(job_id ORDER BY job_id) = ARRAY[:spare_b_job, :spare_a_job]::bigint[] AS both_started
   FROM job_state.claim('spare_q', 'w', max_jobs => 3);
-SELECT holds_slots AS spare_b_holds_slots FROM job_state.job WHERE id = :spare_b_job;
+SELECT resource_slot IS NOT NULL AS spare_b_holds_slots FROM job_state.job WHERE id = :spare_b_job;
 SELECT job_id = :spare_a_job AS held_by_the_spare_a_job FROM job_state.slot WHERE scope = 'spare_a';
 
 -- restore mode (superuser) lets a dump be replayed or repaired as it is

@@ -89,7 +89,7 @@ SELECT count(*) AS read_only_jobs FROM job_state.job WHERE input ? 'ro';
 BEGIN;
 SELECT job_id AS d1 FROM job_state.submit('sub', '{"d": 1}') \gset
 SELECT spent, status, generation, attempts, retries, throttles, cancel_requested,
-       holds_slots, accepted_at = now() AS accepted_now, run_after = now() AS runs_now,
+       queue_slot, resource_slot, key_slot, accepted_at = now() AS accepted_now, run_after = now() AS runs_now,
        submitted_by = current_user AS by_me
   FROM job_state.job WHERE id = :d1;
 COMMIT;

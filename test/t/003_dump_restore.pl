@@ -41,7 +41,7 @@ my $running_token = $tokens[4];
 my $snapshot = q{
 	SELECT string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s', id, queue, status,
 		generation, attempts, idempotency_key, encode(input_hash, 'hex'),
-		spent, holds_slots), E'\n' ORDER BY id)
+		spent, queue_slot, resource_slot, key_slot), E'\n' ORDER BY id)
 	  FROM job_state.job};
 my $events = q{SELECT count(*) || '/' || max(seq) FROM job_state.job_event};
 my $before = $node->safe_psql('src', $snapshot);

@@ -122,14 +122,17 @@ is( $node->safe_psql(
 		SELECT pg_catalog.count(*) FROM job_state.job j
 		 WHERE j.status = 'running' AND (
 			   (SELECT pg_catalog.count(*) FROM job_state.slot s
-				 WHERE s.job_id = j.id AND s.kind = 'queue') <> 1
+				 WHERE s.job_id = j.id AND s.kind = 'queue'
+				   AND s.n = j.queue_slot) <> 1
 			OR (SELECT pg_catalog.count(*) FROM job_state.slot s
-				 WHERE s.job_id = j.id AND s.kind = 'key') <> 1
+				 WHERE s.job_id = j.id AND s.kind = 'key'
+				   AND s.n = j.key_slot) <> 1
 			OR (SELECT pg_catalog.count(*) FROM job_state.slot s
-				 WHERE s.job_id = j.id AND s.kind = 'resource')
+				 WHERE s.job_id = j.id AND s.kind = 'resource'
+				   AND s.n = j.resource_slot)
 			   <> (j.resource IS NOT NULL)::int)}),
 	'0',
-	'every running job holds one slot of each limit that applies to it');
+	'every running job holds one slot of each limit that applies to it, the one its row records');
 
 # the jobs the load left running lose their leases: their slots come back
 $node->safe_psql('postgres', q{
