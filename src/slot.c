@@ -17,9 +17,9 @@
  *
  * The last finds the slot by the number the job row records.  None of them
  * changes an indexed column, so a slot is taken and freed by HOT updates
- * (the table keeps half of each page free for them):
- * no index entry is added, and the walk of a scope's slots passes exactly
- * its N entries, however many times they were taken.
+ * (the table keeps half of each page free for them): no index entry is
+ * added, and the walk of a scope's slots passes exactly its N entries,
+ * however many times they were taken.
  *
  * Slots are bookkeeping shared by all claimers, not data a transaction
  * reads: they are read under the latest snapshot whatever the isolation
