@@ -365,6 +365,7 @@ extern void JsReleaseSlots(int64 job_id, const char *queue, const char *resource
 
 /* resource.c */
 extern bool JsReadResourceLimits(const char *name, int32 *limit, bool *rated);
+extern bool JsTakeStartToken(const char *name);
 
 /* limits.c */
 extern void JsJobNamesLimits(Datum queue, Datum resource, bool has_resource,

@@ -29,8 +29,8 @@
  * take.c), the slots are locked, held and freed without a statement
  * (slot.c), and the job itself is locked, judged (attempts, deadline,
  * budget) and moved to running by the same code as an unlimited claim
- * (JsTakeJob, take.c).  Only a resource's token bucket is read and
- * written with SQL.
+ * (JsTakeJob, take.c).  A resource's start token is taken the same way
+ * (JsTakeStartToken, resource.c).
  *
  * Locks, in order, per job: a queue slot, a resource slot, a key slot, the
  * job row, the resource's bucket row; all SKIP LOCKED.  A slot taken for a
@@ -258,24 +258,6 @@ JsResourceLimitSlots(const char *resource, bool adopt, int32 limit)
  * The slow claim path, for queues with a limit or jobs naming a resource.
  */
 
-/* the token bucket, refilled to now; only if no other claimer holds it */
-static JsPlan bucket_plan = {
-	"SELECT LEAST(GREATEST(max_starts_per_second, 1),"
-	"   tokens OPERATOR(pg_catalog.+) (max_starts_per_second OPERATOR(pg_catalog.*)"
-	"    EXTRACT(epoch FROM pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) refilled_at)::pg_catalog.float8))"
-	" FROM job_state.resource WHERE name = $1"
-	" FOR NO KEY UPDATE SKIP LOCKED",
-	1, {TEXTOID}
-};
-
-static JsPlan take_token_plan = {
-	"UPDATE job_state.resource SET tokens = $2 OPERATOR(pg_catalog.-) 1,"
-	"  refilled_at = pg_catalog.clock_timestamp()"
-	" WHERE name = $1",
-	2, {TEXTOID, FLOAT8OID}
-};
-
-
 static bool
 JsSlotFor(JsSlot *slot, const char *kind, const char *scope, const char *key,
 		  int32 limit)
@@ -306,34 +288,11 @@ JsResourceSlot(const char *resource, JsSlot *slot, bool *slotted, bool *rated)
 	return !*slotted || JsSlotFor(slot, "resource", resource, NULL, limit);
 }
 
-/*
- * Take a start token of the resource's bucket.  A bucket another claimer
- * holds right now counts as empty.
- */
-static bool
-JsTakeToken(const char *resource)
-{
-	Datum		values[2];
-	bool		isnull;
-	double		tokens;
-
-	values[0] = CStringGetTextDatum(resource);
-	if (JsExecute(&bucket_plan, values, NULL, false, 0) == 0)
-		return false;
-	tokens = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0],
-										  SPI_tuptable->tupdesc, 1, &isnull));
-	if (tokens < 1.0)
-		return false;
-	values[1] = Float8GetDatum(tokens);
-	JsExecute(&take_token_plan, values, NULL, false, 0);
-	return true;
-}
-
-/* JsTakeToken as JsTakeJob's may_start: arg is the resource's name */
+/* JsTakeStartToken (resource.c) as JsTakeJob's may_start: arg is the resource's name */
 static bool
 JsTakeTokenFor(void *arg)
 {
-	return JsTakeToken((const char *) arg);
+	return JsTakeStartToken((const char *) arg);
 }
 
 /*

@@ -342,3 +342,79 @@ JsReadResourceLimits(const char *name, int32 *limit, bool *rated)
 	table_close(rel, NoLock);
 	return found;
 }
+
+/*
+ * Take a start token from the bucket of resource name (its
+ * max_starts_per_second; burst one second's worth, at least 1): refill it
+ * to now, and if a whole token is there take it, as the claim's write of
+ * the row.  A bucket is bookkeeping shared by all claimers, as slots are
+ * (slot.c): it is read under the latest snapshot whatever the isolation
+ * level, and locked only as its newest version.  A bucket another claimer
+ * has locked, or one that changed since it was read, counts as empty for
+ * now, so claimers never wait for one another.  The lock is kept to the end
+ * of the transaction, also when the bucket was empty; a rolled-back start
+ * gives its token back.
+ */
+bool
+JsTakeStartToken(const char *name)
+{
+	Relation	rel = table_open(JsOwnRelid("resource"), RowExclusiveLock);
+	Relation	pkey = index_open(JsOwnRelid("resource_pkey"), RowExclusiveLock);
+	TupleTableSlot *found = table_slot_create(rel, NULL);
+	AttrNumber	rate_col = JsColumnNumber(rel, "max_starts_per_second");
+	AttrNumber	tokens_col = JsColumnNumber(rel, "tokens");
+	AttrNumber	refilled_col = JsColumnNumber(rel, "refilled_at");
+	JsRowWriter w;
+	TupleTableSlot *locked;
+	TupleTableSlot *newslot;
+	ScanKeyData key;
+	IndexScanDesc scan;
+	bool		taken = false;
+
+	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   pkey->rd_indcollation[0], F_TEXTEQ,
+						   CStringGetTextDatum(name));
+	JsRowWriterBeginUpdate(&w, rel, &locked, &newslot);
+	PushActiveSnapshot(GetLatestSnapshot());
+	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 1);
+	index_rescan(scan, &key, 1, NULL, 0);
+	if (index_getnext_slot(scan, ForwardScanDirection, found))
+	{
+		ItemPointerData tid = found->tts_tid;
+		TM_FailureData tmfd;
+		bool		isnull;
+
+		(void) slot_getattr(found, rate_col, &isnull);
+		if (!isnull &&
+			table_tuple_lock(rel, &tid, GetActiveSnapshot(), locked,
+							 GetCurrentCommandId(false), LockTupleNoKeyExclusive,
+							 LockWaitSkip, 0, &tmfd) == TM_Ok)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+			double		per_second = DatumGetFloat8(slot_getattr(locked, rate_col, &isnull));
+			double		tokens = DatumGetFloat8(slot_getattr(locked, tokens_col, &isnull));
+			TimestampTz refilled = DatumGetTimestampTz(slot_getattr(locked, refilled_col,
+																	&isnull));
+
+			tokens += per_second * (double) (now - refilled) / USECS_PER_SEC;
+			tokens = Min(tokens, Max(per_second, 1.0));
+			if (tokens >= 1.0)
+			{
+				JsRowWriterCopy(newslot, locked);
+				newslot->tts_values[tokens_col - 1] = Float8GetDatum(tokens - 1.0);
+				newslot->tts_values[refilled_col - 1] = TimestampTzGetDatum(now);
+				ExecStoreVirtualTuple(newslot);
+				JsRowWriterUpdate(&w, locked, newslot);
+				taken = true;
+			}
+		}
+	}
+	index_endscan(scan);
+	PopActiveSnapshot();
+	JsRowWriterEndUpdate(&w, locked);
+
+	ExecDropSingleTupleTableSlot(found);
+	index_close(pkey, NoLock);
+	table_close(rel, NoLock);
+	return taken;
+}
