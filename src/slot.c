@@ -127,6 +127,17 @@ JsSlotLockRow(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 }
 
 /*
+ * The slots are walked in ranges of n, the first JS_SLOT_RANGE wide and
+ * each next one four times wider.  A B-tree scan reads every entry of a
+ * leaf page that its keys allow before it returns the first, and the
+ * upper bound of n is what stops it: with one range of 1 to limit, each
+ * claim of a scope of a thousand slots compared a page of them, when the
+ * first free one is found among the first few (the lowest are taken first
+ * and freed soonest).
+ */
+#define JS_SLOT_RANGE 16
+
+/*
  * Lock a free slot numbered 1 to limit of (kind, scope, key), the lowest
  * one to be had, into *slot.  False when every slot is held or being taken
  * or freed by another transaction.
@@ -141,38 +152,47 @@ JsSlotLockFree(JsSlot *slot, const char *kind, const char *scope,
 	TupleTableSlot *locked = table_slot_create(rel, NULL);
 	ScanKeyData keys[5];
 	IndexScanDesc scan;
+	int64		low = 1;
+	int64		width = JS_SLOT_RANGE;
 	bool		found = false;
 
 	JsSlotCheckShape(rel);
 	JsSlotScopeKeys(keys, pkey, kind, scope, key);
-	JsSlotKey(&keys[3], pkey, 4, BTGreaterEqualStrategyNumber, F_INT4GE,
-			  Int32GetDatum(1));
-	JsSlotKey(&keys[4], pkey, 4, BTLessEqualStrategyNumber, F_INT4LE,
-			  Int32GetDatum(limit));
 
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetLatestSnapshot());
 	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 5);
-	index_rescan(scan, keys, 5, NULL, 0);
-	while (index_getnext_slot(scan, ForwardScanDirection, scanslot))
+	while (!found && low <= limit)
 	{
-		ItemPointerData tid = scanslot->tts_tid;
-		bool		isnull;
+		int64		high = Min(low + width - 1, (int64) limit);
 
-		(void) slot_getattr(scanslot, SLOT_JOB_ID, &isnull);
-		if (!isnull || !JsSlotLockRow(rel, &tid, locked, LockWaitSkip, 0))
-			continue;
-		/* the newest version, locked: still free, as it was read */
-		(void) slot_getattr(locked, SLOT_JOB_ID, &isnull);
-		if (!isnull)
-			continue;
-		slot->kind = kind;
-		slot->scope = pstrdup(scope);
-		slot->key = pstrdup(key ? key : "");
-		slot->n = DatumGetInt32(slot_getattr(locked, SLOT_N, &isnull));
-		slot->tid = locked->tts_tid;
-		found = true;
-		break;
+		JsSlotKey(&keys[3], pkey, 4, BTGreaterEqualStrategyNumber, F_INT4GE,
+				  Int32GetDatum((int32) low));
+		JsSlotKey(&keys[4], pkey, 4, BTLessEqualStrategyNumber, F_INT4LE,
+				  Int32GetDatum((int32) high));
+		index_rescan(scan, keys, 5, NULL, 0);
+		while (index_getnext_slot(scan, ForwardScanDirection, scanslot))
+		{
+			ItemPointerData tid = scanslot->tts_tid;
+			bool		isnull;
+
+			(void) slot_getattr(scanslot, SLOT_JOB_ID, &isnull);
+			if (!isnull || !JsSlotLockRow(rel, &tid, locked, LockWaitSkip, 0))
+				continue;
+			/* the newest version, locked: still free, as it was read */
+			(void) slot_getattr(locked, SLOT_JOB_ID, &isnull);
+			if (!isnull)
+				continue;
+			slot->kind = kind;
+			slot->scope = pstrdup(scope);
+			slot->key = pstrdup(key ? key : "");
+			slot->n = DatumGetInt32(slot_getattr(locked, SLOT_N, &isnull));
+			slot->tid = locked->tts_tid;
+			found = true;
+			break;
+		}
+		low = high + 1;
+		width *= 4;
 	}
 	index_endscan(scan);
 	PopActiveSnapshot();

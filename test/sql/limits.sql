@@ -182,3 +182,14 @@ SELECT pg_stat_force_next_flush();
 SELECT n_tup_upd - :upd0 AS slot_updates, n_tup_hot_upd - :hot0 AS hot_updates
   FROM pg_stat_user_tables WHERE relid = 'job_state.slot'::regclass;
 SELECT count(*) AS held FROM job_state.slot WHERE scope = 'lim_hot' AND job_id IS NOT NULL;
+
+-- the slots are walked in ranges (16, then 64, ...): a limit of 20 is
+-- filled to the last slot, past the first range
+SELECT job_state.create_queue('lim_wide', concurrency_limit => 20);
+SELECT count(*) FROM (SELECT job_state.submit('lim_wide', jsonb_build_object('i', i))
+						FROM generate_series(1, 25) i) s;
+SELECT count(*) AS first_claim FROM job_state.claim('lim_wide', 'w', max_jobs => 18);
+SELECT count(*) AS second_claim FROM job_state.claim('lim_wide', 'w', max_jobs => 10);
+SELECT count(*) AS running, min(queue_slot), max(queue_slot),
+       count(DISTINCT queue_slot) AS distinct_slots
+  FROM job_state.job WHERE queue = 'lim_wide' AND status = 'running';
