@@ -302,6 +302,27 @@ js_resource_trigger(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Find resource name by its primary key under the active snapshot, into
+ * slot.  False when there is no such resource.
+ */
+static bool
+JsFindResource(Relation rel, Relation pkey, const char *name, TupleTableSlot *slot)
+{
+	ScanKeyData key;
+	IndexScanDesc scan;
+	bool		found;
+
+	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   pkey->rd_indcollation[0], F_TEXTEQ,
+						   CStringGetTextDatum(name));
+	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 1);
+	index_rescan(scan, &key, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	return found;
+}
+
+/*
  * The limits of resource name, for claim (limits.c): false when there is
  * no such resource.  *limit is 0 when it has no concurrency_limit; *rated
  * tells whether it has a max_starts_per_second.  Read like a statement,
@@ -313,18 +334,11 @@ JsReadResourceLimits(const char *name, int32 *limit, bool *rated)
 	Relation	rel = table_open(JsOwnRelid("resource"), AccessShareLock);
 	Relation	pkey = index_open(JsOwnRelid("resource_pkey"), AccessShareLock);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	ScanKeyData key;
-	IndexScanDesc scan;
 	bool		found;
 
-	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   pkey->rd_indcollation[0], F_TEXTEQ,
-						   CStringGetTextDatum(name));
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 1);
-	index_rescan(scan, &key, 1, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	found = JsFindResource(rel, pkey, name, slot);
 	if (found)
 	{
 		bool		isnull;
@@ -335,7 +349,6 @@ JsReadResourceLimits(const char *name, int32 *limit, bool *rated)
 		(void) slot_getattr(slot, JsColumnNumber(rel, "max_starts_per_second"), &isnull);
 		*rated = !isnull;
 	}
-	index_endscan(scan);
 	PopActiveSnapshot();
 	ExecDropSingleTupleTableSlot(slot);
 	index_close(pkey, NoLock);
@@ -367,18 +380,11 @@ JsTakeStartToken(const char *name)
 	JsRowWriter w;
 	TupleTableSlot *locked;
 	TupleTableSlot *newslot;
-	ScanKeyData key;
-	IndexScanDesc scan;
 	bool		taken = false;
 
-	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   pkey->rd_indcollation[0], F_TEXTEQ,
-						   CStringGetTextDatum(name));
 	JsRowWriterBeginUpdate(&w, rel, &locked, &newslot);
 	PushActiveSnapshot(GetLatestSnapshot());
-	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 1);
-	index_rescan(scan, &key, 1, NULL, 0);
-	if (index_getnext_slot(scan, ForwardScanDirection, found))
+	if (JsFindResource(rel, pkey, name, found))
 	{
 		ItemPointerData tid = found->tts_tid;
 		TM_FailureData tmfd;
@@ -409,7 +415,6 @@ JsTakeStartToken(const char *name)
 			}
 		}
 	}
-	index_endscan(scan);
 	PopActiveSnapshot();
 	JsRowWriterEndUpdate(&w, locked);
 
