@@ -22,10 +22,10 @@ import sys
 
 out = sys.argv[1]
 MODE_ORDER = ["floor", "floor_same_writes", "job_state", "job_state_events_off", "job_state_limited",
-              "job_state_retry", "floor_batch", "job_state_batch", "job_state_batch_each",
+              "job_state_rated", "job_state_retry", "floor_batch", "job_state_batch", "job_state_batch_each",
               "floor_insert", "floor_insert_same_writes", "floor_insert_notify", "submit_nokey", "submit_key", "submit_key_commit", "floor_cycle", "js_cycle"]
 FLOOR = {"floor_same_writes": "floor", "job_state": "floor", "job_state_events_off": "floor", "job_state_limited": "floor",
-         "job_state_retry": "floor", "job_state_batch": "floor", "job_state_batch_each": "floor",
+         "job_state_rated": "floor", "job_state_retry": "floor", "job_state_batch": "floor", "job_state_batch_each": "floor",
          "submit_nokey": "floor_insert", "submit_key": "floor_insert", "submit_key_commit": "floor_insert", "floor_insert_notify": "floor_insert", "floor_insert_same_writes": "floor_insert", "js_cycle": "floor_cycle"}
 UNIT = {"job_state_retry": "attempts/s"}
 
@@ -116,7 +116,7 @@ def table(suite, rs, with_cond):
                    if not r["error"] and fr.get(r["rep"])]
             if len(per) > 1:
                 notes.append("per-run ratios " + " ".join(f"{x:.2f}" for x in per))
-        if mode in ("job_state", "job_state_limited") and (cond, "floor_same_writes", clients, sync) in pts:
+        if mode in ("job_state", "job_state_limited", "job_state_rated") and (cond, "floor_same_writes", clients, sync) in pts:
             fw = pts[(cond, "floor_same_writes", clients, sync)]["median"]
             if fw and p["median"] is not None:
                 notes.append(f"{p['median'] / fw:.2f}x floor_same_writes")
