@@ -19,6 +19,7 @@ OBJS = \
 	src/queue.o \
 	src/queue_trigger.o \
 	src/resource.o \
+	src/bucket.o \
 	src/sweeper.o \
 	src/notify.o \
 	src/worker.o \

@@ -270,12 +270,31 @@ CREATE TABLE job_state.resource (
 		CHECK (pg_catalog.length(name) BETWEEN 1 AND 128),
 	concurrency_limit pg_catalog.int4 CHECK (concurrency_limit > 0),
 	max_starts_per_second pg_catalog.float8 CHECK (max_starts_per_second > 0),
-	tokens pg_catalog.float8 NOT NULL DEFAULT 1,
-	refilled_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
 	created_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE job_state.resource IS
-	'limits shared by every queue whose jobs name the resource: running jobs and a token bucket on starts';
+	'limits shared by every queue whose jobs name the resource: running jobs (slots) and starts per second (bucket)';
+
+/*
+ * A resource's max_starts_per_second as the shards of a token bucket
+ * (bucket.c), so that claimers in open transactions take tokens from
+ * different rows: the burst of one second's worth of whole starts (at
+ * least 1) is dealt out among up to 8 shards, each refilling at its share
+ * of the rate.  Made again by the resource's trigger whenever the rate
+ * changes.  Only the primary key is indexed: taking a token is a HOT
+ * update.
+ */
+CREATE TABLE job_state.bucket (
+	resource pg_catalog.text NOT NULL,
+	n pg_catalog.int4 NOT NULL,
+	per_second pg_catalog.float8 NOT NULL,
+	burst pg_catalog.int4 NOT NULL,
+	tokens pg_catalog.float8 NOT NULL,
+	refilled_at pg_catalog.timestamptz NOT NULL,
+	PRIMARY KEY (resource, n)
+) WITH (fillfactor = 50);
+COMMENT ON TABLE job_state.bucket IS
+	'the start rate of a resource as token-bucket shards (n from 1 to their number): each refills at per_second and holds at most burst tokens; tokens as of refilled_at';
 
 /*
  * kind is 'queue', 'resource' or 'key', and n runs from 1 to the limit.
@@ -401,7 +420,7 @@ CREATE TRIGGER job_state_resource
 	BEFORE UPDATE OF name OR DELETE ON job_state.resource
 	FOR EACH ROW EXECUTE FUNCTION job_state.resource_trigger();
 CREATE TRIGGER job_state_resource_slots
-	AFTER INSERT OR UPDATE OF concurrency_limit ON job_state.resource
+	AFTER INSERT OR UPDATE OF concurrency_limit, max_starts_per_second ON job_state.resource
 	FOR EACH ROW EXECUTE FUNCTION job_state.resource_trigger();
 CREATE TRIGGER job_state_resource_truncate
 	BEFORE TRUNCATE ON job_state.resource
@@ -882,6 +901,7 @@ SELECT pg_catalog.pg_extension_config_dump('job_state.secret', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.queue', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.resource', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.slot', '');
+SELECT pg_catalog.pg_extension_config_dump('job_state.bucket', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_event', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.spend', '');

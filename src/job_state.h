@@ -364,8 +364,12 @@ extern void JsReleaseSlots(int64 job_id, const char *queue, const char *resource
 						   const char *key, const int32 *numbers);
 
 /* resource.c */
-extern bool JsReadResourceLimits(const char *name, int32 *limit, bool *rated);
-extern bool JsTakeStartToken(const char *name);
+extern bool JsReadResourceLimits(const char *name, int32 *limit, double *rate);
+
+/* bucket.c */
+extern int	JsBucketShards(double per_second);
+extern void JsMakeBuckets(const char *name, double per_second);
+extern bool JsTakeStartToken(const char *name, double per_second);
 
 /* limits.c */
 extern void JsJobNamesLimits(Datum queue, Datum resource, bool has_resource,

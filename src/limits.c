@@ -270,17 +270,17 @@ JsSlotFor(JsSlot *slot, const char *kind, const char *scope, const char *key,
 }
 
 /*
- * The resource's part: a slot if it limits concurrency (*slotted), and
- * whether it has a start rate (*rated: a token must be taken at the
- * start).  A resource without a concurrency limit needs no slot, and the
- * job must not hold the spare another resource's job left in *slot.
+ * The resource's part: a slot if it limits concurrency (*slotted), and its
+ * start rate (*rate, 0 for none: else a token must be taken at the start).
+ * A resource without a concurrency limit needs no slot, and the job must
+ * not hold the spare another resource's job left in *slot.
  */
 static bool
-JsResourceSlot(const char *resource, JsSlot *slot, bool *slotted, bool *rated)
+JsResourceSlot(const char *resource, JsSlot *slot, bool *slotted, double *rate)
 {
 	int32		limit;
 
-	if (!JsReadResourceLimits(resource, &limit, rated))
+	if (!JsReadResourceLimits(resource, &limit, rate))
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 				 errmsg("resource \"%s\" does not exist", resource)));
@@ -288,11 +288,19 @@ JsResourceSlot(const char *resource, JsSlot *slot, bool *slotted, bool *rated)
 	return !*slotted || JsSlotFor(slot, "resource", resource, NULL, limit);
 }
 
-/* JsTakeStartToken (resource.c) as JsTakeJob's may_start: arg is the resource's name */
+/* a start token (bucket.c) of a resource, as JsTakeJob's may_start */
+typedef struct JsRated
+{
+	const char *resource;
+	double		rate;
+} JsRated;
+
 static bool
 JsTakeTokenFor(void *arg)
 {
-	return JsTakeStartToken((const char *) arg);
+	const JsRated *r = (const JsRated *) arg;
+
+	return JsTakeStartToken(r->resource, r->rate);
 }
 
 /*
@@ -322,6 +330,7 @@ typedef struct JsLimitedClaim
 	JsSlot		key_slot;
 	int			claimed;
 	bool		queue_full;
+	char	   *dry;			/* a resource that gave no start token */
 	bool		unbroken;		/* no job passed over yet in this scan */
 	bool		marked;
 	JsClaimKey	mark;
@@ -353,7 +362,7 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 		int64		job_id = c->key.id;
 		char	   *resource = c->resource;
 		char	   *key = c->concurrency_key;
-		bool		rated = false;
+		JsRated		rated = {resource, 0};
 		bool		resource_slotted = false;
 		bool		key_slotted = lc->has_key_limit && key != NULL;
 		int32		slots[JS_NUM_SLOT_KINDS] = {0, 0, 0};
@@ -369,7 +378,9 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 			break;
 		}
 		if ((resource != NULL &&
-			 !JsResourceSlot(resource, &lc->resource_slot, &resource_slotted, &rated)) ||
+			 !JsResourceSlot(resource, &lc->resource_slot, &resource_slotted,
+							 &rated.rate)) ||
+			(rated.rate > 0 && lc->dry != NULL && strcmp(lc->dry, resource) == 0) ||
 			(key_slotted &&
 			 !JsSlotFor(&lc->key_slot, "key", lc->queue, key, lc->key_limit)))
 		{
@@ -385,12 +396,14 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 		if (key_slotted)
 			slots[JS_SLOT_KEY] = lc->key_slot.n;
 		switch (JsTakeJob(lc->take, &lc->args, Int64GetDatum(job_id), slots,
-						  rated ? JsTakeTokenFor : NULL, resource, &taken))
+						  rated.rate > 0 ? JsTakeTokenFor : NULL, &rated, &taken))
 		{
 			case JS_TAKE_SKIPPED:
 				JsLimitedMark(lc, c);
 				continue;
 			case JS_TAKE_THROTTLED:
+				/* no shard had a token: its other jobs wait too, this call */
+				lc->dry = resource;
 				lc->unbroken = false;
 				continue;
 			case JS_TAKE_TAKEN:

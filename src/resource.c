@@ -4,7 +4,7 @@
  *	  Resources: create_resource, alter_resource, and the resource table's
  *	  triggers: a resource that jobs name is never deleted nor truncated
  *	  away, no resource is ever renamed, and a resource's concurrency slots
- *	  follow its limit.
+ *	  follow its limit and its token-bucket shards its rate.
  *
  * Jobs name their resource (job.resource), and claim reads the resource
  * of every job that names one.  A job whose resource row is gone could
@@ -29,10 +29,12 @@
  * or raised (by create_resource, alter_resource or raw SQL alike), the
  * AFTER trigger creates the slots the limit needs, and running jobs naming
  * the resource that hold none take free ones (limits.c), so that the limit
- * counts them.  Slots above a lowered limit stay and go unused.
+ * counts them.  Slots above a lowered limit stay and go unused.  When its
+ * max_starts_per_second is set or changed, the trigger makes the shards of
+ * its token bucket again (bucket.c).
  *
  * job_state.restore lets a superuser replay or repair a dump as it is: the
- * dump brings the slots with it.
+ * dump brings the slots and shards with it.
  *
  *-------------------------------------------------------------------------
  */
@@ -63,8 +65,8 @@ PG_FUNCTION_INFO_V1(js_resource_trigger);
 	"A resource leaves only once no job names it: remove finished jobs with job_state.purge(), resolve unknown ones with job_state.reconcile() first."
 
 static JsPlan create_resource_plan = {
-	"INSERT INTO job_state.resource (name, concurrency_limit, max_starts_per_second, tokens)"
-	" VALUES ($1, $2, $3, GREATEST(COALESCE($3, 1), 1))"
+	"INSERT INTO job_state.resource (name, concurrency_limit, max_starts_per_second)"
+	" VALUES ($1, $2, $3)"
 	" ON CONFLICT (name) DO NOTHING",
 	3, {TEXTOID, INT4OID, FLOAT8OID}
 };
@@ -90,6 +92,13 @@ static JsPlan drop_slots_plan = {
 	"DELETE FROM job_state.slot"
 	" WHERE kind OPERATOR(pg_catalog.=) 'resource'"
 	"  AND ($1 IS NULL OR scope OPERATOR(pg_catalog.=) $1)",
+	1, {TEXTOID}
+};
+
+/* the start-rate shards (bucket.c) of resource $1, or of every resource */
+static JsPlan drop_buckets_plan = {
+	"DELETE FROM job_state.bucket"
+	" WHERE $1 IS NULL OR resource OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
 
@@ -221,6 +230,17 @@ JsResourceLimit(HeapTuple tuple, Relation rel)
 	return isnull ? 0 : DatumGetInt32(value);
 }
 
+/* max_starts_per_second of a resource row, or 0 when NULL */
+static double
+JsResourceRate(HeapTuple tuple, Relation rel)
+{
+	bool		isnull;
+	Datum		value = heap_getattr(tuple, JsColumnNumber(rel, "max_starts_per_second"),
+									 RelationGetDescr(rel), &isnull);
+
+	return isnull ? 0 : DatumGetFloat8(value);
+}
+
 Datum
 js_resource_trigger(PG_FUNCTION_ARGS)
 {
@@ -246,6 +266,7 @@ js_resource_trigger(PG_FUNCTION_ARGS)
 		SPI_connect();
 		JsRefuseResourceInUse((Datum) 0);
 		JsExecute(&drop_slots_plan, &none, null, false, 0);
+		JsExecute(&drop_buckets_plan, &none, null, false, 0);
 		SPI_finish();
 		return PointerGetDatum(NULL);
 	}
@@ -257,17 +278,26 @@ js_resource_trigger(PG_FUNCTION_ARGS)
 
 	if (TRIGGER_FIRED_AFTER(event))
 	{
-		/* INSERT, or UPDATE OF concurrency_limit: slots for a higher limit */
+		/*
+		 * INSERT, or UPDATE OF concurrency_limit or max_starts_per_second:
+		 * slots for a higher limit, shards for a changed rate
+		 */
 		bool		insert = TRIGGER_FIRED_BY_INSERT(event);
-		int32		limit;
+		HeapTuple	new = insert ? old : trigdata->tg_newtuple;
+		int32		limit = JsResourceLimit(new, rel);
+		double		rate = JsResourceRate(new, rel);
+		bool		more_slots = limit > (insert ? 0 : JsResourceLimit(old, rel));
+		bool		new_rate = insert ? rate > 0 : rate != JsResourceRate(old, rel);
 
 		if (TRIGGER_FIRED_BY_DELETE(event))
 			elog(ERROR, "job_state_resource: must be fired after INSERT or UPDATE");
-		limit = JsResourceLimit(insert ? old : trigdata->tg_newtuple, rel);
-		if (js_restore || limit <= (insert ? 0 : JsResourceLimit(old, rel)))
+		if (js_restore || (!more_slots && !new_rate))
 			return PointerGetDatum(NULL);
 		SPI_connect();
-		JsResourceLimitSlots(TextDatumGetCString(name), !insert, limit);
+		if (more_slots)
+			JsResourceLimitSlots(TextDatumGetCString(name), !insert, limit);
+		if (new_rate)
+			JsMakeBuckets(TextDatumGetCString(name), rate);
 		SPI_finish();
 		return PointerGetDatum(NULL);
 	}
@@ -297,21 +327,29 @@ js_resource_trigger(PG_FUNCTION_ARGS)
 	SPI_connect();
 	JsRefuseResourceInUse(name);
 	JsExecute(&drop_slots_plan, &name, NULL, false, 0);
+	JsExecute(&drop_buckets_plan, &name, NULL, false, 0);
 	SPI_finish();
 	return PointerGetDatum(old);
 }
 
 /*
- * Find resource name by its primary key under the active snapshot, into
- * slot.  False when there is no such resource.
+ * The limits of resource name, for claim (limits.c): false when there is
+ * no such resource.  *limit is 0 when it has no concurrency_limit, *rate
+ * when it has no max_starts_per_second.  Read like a statement, after a
+ * command-counter step under a fresh snapshot, by the primary key.
  */
-static bool
-JsFindResource(Relation rel, Relation pkey, const char *name, TupleTableSlot *slot)
+bool
+JsReadResourceLimits(const char *name, int32 *limit, double *rate)
 {
+	Relation	rel = table_open(JsOwnRelid("resource"), AccessShareLock);
+	Relation	pkey = index_open(JsOwnRelid("resource_pkey"), AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	ScanKeyData key;
 	IndexScanDesc scan;
 	bool		found;
 
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
 	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
 						   pkey->rd_indcollation[0], F_TEXTEQ,
 						   CStringGetTextDatum(name));
@@ -319,26 +357,6 @@ JsFindResource(Relation rel, Relation pkey, const char *name, TupleTableSlot *sl
 	index_rescan(scan, &key, 1, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	index_endscan(scan);
-	return found;
-}
-
-/*
- * The limits of resource name, for claim (limits.c): false when there is
- * no such resource.  *limit is 0 when it has no concurrency_limit; *rated
- * tells whether it has a max_starts_per_second.  Read like a statement,
- * after a command-counter step under a fresh snapshot, by the primary key.
- */
-bool
-JsReadResourceLimits(const char *name, int32 *limit, bool *rated)
-{
-	Relation	rel = table_open(JsOwnRelid("resource"), AccessShareLock);
-	Relation	pkey = index_open(JsOwnRelid("resource_pkey"), AccessShareLock);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	bool		found;
-
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	found = JsFindResource(rel, pkey, name, slot);
 	if (found)
 	{
 		bool		isnull;
@@ -346,80 +364,12 @@ JsReadResourceLimits(const char *name, int32 *limit, bool *rated)
 
 		value = slot_getattr(slot, JsColumnNumber(rel, "concurrency_limit"), &isnull);
 		*limit = isnull ? 0 : DatumGetInt32(value);
-		(void) slot_getattr(slot, JsColumnNumber(rel, "max_starts_per_second"), &isnull);
-		*rated = !isnull;
+		value = slot_getattr(slot, JsColumnNumber(rel, "max_starts_per_second"), &isnull);
+		*rate = isnull ? 0 : DatumGetFloat8(value);
 	}
 	PopActiveSnapshot();
 	ExecDropSingleTupleTableSlot(slot);
 	index_close(pkey, NoLock);
 	table_close(rel, NoLock);
 	return found;
-}
-
-/*
- * Take a start token from the bucket of resource name (its
- * max_starts_per_second; burst one second's worth, at least 1): refill it
- * to now, and if a whole token is there take it, as the claim's write of
- * the row.  A bucket is bookkeeping shared by all claimers, as slots are
- * (slot.c): it is read under the latest snapshot whatever the isolation
- * level, and locked only as its newest version.  A bucket another claimer
- * has locked, or one that changed since it was read, counts as empty for
- * now, so claimers never wait for one another.  The lock is kept to the end
- * of the transaction, also when the bucket was empty; a rolled-back start
- * gives its token back.
- */
-bool
-JsTakeStartToken(const char *name)
-{
-	Relation	rel = table_open(JsOwnRelid("resource"), RowExclusiveLock);
-	Relation	pkey = index_open(JsOwnRelid("resource_pkey"), RowExclusiveLock);
-	TupleTableSlot *found = table_slot_create(rel, NULL);
-	AttrNumber	rate_col = JsColumnNumber(rel, "max_starts_per_second");
-	AttrNumber	tokens_col = JsColumnNumber(rel, "tokens");
-	AttrNumber	refilled_col = JsColumnNumber(rel, "refilled_at");
-	JsRowWriter w;
-	TupleTableSlot *locked;
-	TupleTableSlot *newslot;
-	bool		taken = false;
-
-	JsRowWriterBeginUpdate(&w, rel, &locked, &newslot);
-	PushActiveSnapshot(GetLatestSnapshot());
-	if (JsFindResource(rel, pkey, name, found))
-	{
-		ItemPointerData tid = found->tts_tid;
-		TM_FailureData tmfd;
-		bool		isnull;
-
-		(void) slot_getattr(found, rate_col, &isnull);
-		if (!isnull &&
-			table_tuple_lock(rel, &tid, GetActiveSnapshot(), locked,
-							 GetCurrentCommandId(false), LockTupleNoKeyExclusive,
-							 LockWaitSkip, 0, &tmfd) == TM_Ok)
-		{
-			TimestampTz now = GetCurrentTimestamp();
-			double		per_second = DatumGetFloat8(slot_getattr(locked, rate_col, &isnull));
-			double		tokens = DatumGetFloat8(slot_getattr(locked, tokens_col, &isnull));
-			TimestampTz refilled = DatumGetTimestampTz(slot_getattr(locked, refilled_col,
-																	&isnull));
-
-			tokens += per_second * (double) (now - refilled) / USECS_PER_SEC;
-			tokens = Min(tokens, Max(per_second, 1.0));
-			if (tokens >= 1.0)
-			{
-				JsRowWriterCopy(newslot, locked);
-				newslot->tts_values[tokens_col - 1] = Float8GetDatum(tokens - 1.0);
-				newslot->tts_values[refilled_col - 1] = TimestampTzGetDatum(now);
-				ExecStoreVirtualTuple(newslot);
-				JsRowWriterUpdate(&w, locked, newslot);
-				taken = true;
-			}
-		}
-	}
-	PopActiveSnapshot();
-	JsRowWriterEndUpdate(&w, locked);
-
-	ExecDropSingleTupleTableSlot(found);
-	index_close(pkey, NoLock);
-	table_close(rel, NoLock);
-	return taken;
 }

@@ -69,7 +69,7 @@ SELECT count(*) FROM (SELECT job_state.submit('rate', jsonb_build_object('n', i)
 SELECT count(*) AS burst FROM job_state.claim('rate', 'w', max_jobs => 10);
 SELECT count(*) AS right_after FROM job_state.claim('rate', 'w', max_jobs => 10);
 -- as if 10 s had passed: the bucket holds at most its burst
-UPDATE job_state.resource SET refilled_at = refilled_at - interval '10 s' WHERE name = 'slow-api';
+UPDATE job_state.bucket SET refilled_at = refilled_at - interval '10 s' WHERE resource = 'slow-api';
 SELECT count(*) AS ten_seconds_later FROM job_state.claim('rate', 'w', max_jobs => 10);
 -- a faster bucket: 5 per second, a burst of 5
 SELECT job_state.create_resource('fast-api', NULL, 5);
@@ -77,9 +77,48 @@ SELECT job_state.create_queue('rate5');
 SELECT count(*) FROM (SELECT job_state.submit('rate5', jsonb_build_object('n', i), resource => 'fast-api')
                         FROM generate_series(1, 10) i) s;
 SELECT count(*) AS burst5 FROM job_state.claim('rate5', 'w', max_jobs => 10);
--- a resource with both limits, and one without a rate: the bucket row is not touched
+-- the bucket is split into shards: the burst, one second's worth of whole
+-- starts (at least 1), dealt out among up to 8 shards, each refilling at
+-- its share of the rate; a resource without a rate has none
 SELECT job_state.create_resource('both', 1, 100);
-SELECT tokens AS model_x_tokens FROM job_state.resource WHERE name = 'model-x';
+SELECT r.name, r.max_starts_per_second, count(b.n) AS shards, sum(b.per_second) AS per_second,
+       sum(b.burst) AS burst, string_agg(b.burst::text, ',' ORDER BY b.n) AS bursts,
+       sum(b.tokens) = sum(b.burst) AS full
+  FROM job_state.resource r LEFT JOIN job_state.bucket b ON b.resource = r.name
+ GROUP BY r.name, r.max_starts_per_second ORDER BY r.name;
+-- one claim goes round all shards: the burst of 5 above came from 5
+-- shards; spent tokens stay spent when the rate changes (the new shards
+-- share what the old ones held), and the new burst is 20
+SELECT job_state.alter_resource('fast-api', max_starts_per_second => 20.5);
+SELECT count(*) AS shards, round(sum(per_second)::numeric, 6) AS per_second, sum(burst) AS burst,
+       string_agg(burst::text, ',' ORDER BY n) AS bursts, sum(tokens) < 1 AS still_spent
+  FROM job_state.bucket WHERE resource = 'fast-api';
+SELECT count(*) FROM (SELECT job_state.submit('rate5', jsonb_build_object('more', i), resource => 'fast-api')
+                        FROM generate_series(1, 30) i) s;
+SELECT count(*) AS right_after_alter FROM job_state.claim('rate5', 'w', max_jobs => 40);
+UPDATE job_state.bucket SET refilled_at = refilled_at - interval '10 s' WHERE resource = 'fast-api';
+SELECT count(*) AS burst20 FROM job_state.claim('rate5', 'w', max_jobs => 40);
+-- a claim that finds no token passes the empty shards without locking them
+-- (nor writing them): their versions are unchanged
+CREATE TEMP TABLE shard_versions AS
+  SELECT n, ctid AS was_ctid, xmax AS was_xmax FROM job_state.bucket WHERE resource = 'slow-api';
+SELECT count(*) AS nothing FROM job_state.claim('rate', 'w', max_jobs => 10);
+SELECT count(*) AS untouched FROM job_state.bucket b
+  JOIN shard_versions v ON v.n = b.n AND v.was_ctid = b.ctid AND v.was_xmax = b.xmax
+ WHERE b.resource = 'slow-api';
+-- raw SQL: the rate set by hand makes the shards too, and one removed
+-- takes them away (the jobs then start without a token)
+UPDATE job_state.resource SET max_starts_per_second = 3 WHERE name = 'fast-api';
+SELECT count(*) AS shards, sum(per_second) AS per_second, sum(burst) AS burst
+  FROM job_state.bucket WHERE resource = 'fast-api';
+UPDATE job_state.resource SET max_starts_per_second = NULL WHERE name = 'fast-api';
+SELECT count(*) AS shards FROM job_state.bucket WHERE resource = 'fast-api';
+SELECT count(*) AS unrated FROM job_state.claim('rate5', 'w', max_jobs => 40);
+-- a resource deleted takes its shards with it
+SELECT job_state.create_resource('passing', NULL, 4);
+SELECT count(*) AS shards FROM job_state.bucket WHERE resource = 'passing';
+DELETE FROM job_state.resource WHERE name = 'passing';
+SELECT count(*) AS shards_left FROM job_state.bucket WHERE resource = 'passing';
 
 -- a limited queue judges its jobs as claim does elsewhere: a job past its
 -- deadline or out of attempts is failed with the reason and holds no slot;
