@@ -279,7 +279,7 @@ COMMENT ON TABLE job_state.resource IS
  * A resource's max_starts_per_second as the shards of a token bucket
  * (bucket.c), so that claimers in open transactions take tokens from
  * different rows: the burst of one second's worth of whole starts (at
- * least 1) is dealt out among up to 8 shards, each refilling at its share
+ * least 1) is dealt out among up to 32 shards, each refilling at its share
  * of the rate.  Made again by the resource's trigger whenever the rate
  * changes.  Only the primary key is indexed: taking a token is a HOT
  * update.

@@ -28,7 +28,9 @@
  * that changed since it was read, is passed for the next.  The token is
  * taken through the executor's single-row update, a HOT update (only the
  * primary key is indexed).  The lock is kept to the end of the transaction;
- * a rolled-back start gives its token back.
+ * a rolled-back start gives its token back.  The caller learns whether all
+ * shards were empty or one was only held by another claimer: a claim then
+ * passes the resource's other jobs, or tries again for the next one.
  *
  * The shards are made again whenever the rate is set or changed
  * (resource.c's AFTER trigger: create_resource, alter_resource and raw SQL
@@ -57,7 +59,7 @@
 #include "job_state.h"
 
 /* the most shards one resource's rate is split into */
-#define JS_BUCKET_SHARDS 8
+#define JS_BUCKET_SHARDS 32
 
 /* job_state.bucket's columns */
 enum
@@ -90,7 +92,7 @@ JsBucketBurst(double per_second)
 }
 
 /* How many shards a rate of per_second starts a second is split into. */
-int
+static int
 JsBucketShards(double per_second)
 {
 	return Min(JsBucketBurst(per_second), JS_BUCKET_SHARDS);
@@ -158,13 +160,14 @@ JsMakeBuckets(const char *name, double per_second)
 
 /*
  * Take one token from shard number n of resource name, if it holds one:
- * found, newest and not locked by another claimer.  rel, pkey, the slots
- * and the row writer are the caller's.
+ * found, newest and not locked by another claimer.  *busy is set when it
+ * held a token but another claimer had it locked or had just written it.
+ * rel, pkey, the slots and the row writer are the caller's.
  */
 static bool
 JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 				TupleTableSlot *found, JsRowWriter *w, TupleTableSlot *locked,
-				TupleTableSlot *newslot, TimestampTz now)
+				TupleTableSlot *newslot, TimestampTz now, bool *busy)
 {
 	ScanKeyData keys[2];
 	IndexScanDesc scan;
@@ -200,7 +203,10 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 	if (table_tuple_lock(rel, &tid, GetActiveSnapshot(), locked,
 						 GetCurrentCommandId(false), LockTupleNoKeyExclusive,
 						 LockWaitSkip, 0, &tmfd) != TM_Ok)
+	{
+		*busy = true;
 		return false;
+	}
 
 	JsRowWriterCopy(newslot, locked);
 	newslot->tts_values[BUCKET_TOKENS - 1] = Float8GetDatum(tokens - 1.0);
@@ -213,10 +219,12 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 /*
  * Take a start token of resource name, whose rate is per_second starts a
  * second, for claim (limits.c): false when no shard has one for this
- * claimer now.
+ * claimer now.  Then *busy tells whether a shard had one but another
+ * claimer held it (the next try may find it free), rather than all being
+ * empty.
  */
 bool
-JsTakeStartToken(const char *name, double per_second)
+JsTakeStartToken(const char *name, double per_second, bool *busy)
 {
 	Relation	rel = table_open(JsOwnRelid("bucket"), RowExclusiveLock);
 	Relation	pkey = index_open(JsOwnRelid("bucket_pkey"), RowExclusiveLock);
@@ -230,11 +238,12 @@ JsTakeStartToken(const char *name, double per_second)
 	bool		taken = false;
 	int			i;
 
+	*busy = false;
 	JsRowWriterBeginUpdate(&w, rel, &locked, &newslot);
 	PushActiveSnapshot(GetLatestSnapshot());
 	for (i = 0; i < shards && !taken; i++)
 		taken = JsTakeFromShard(rel, pkey, name, (first + i) % shards + 1, found,
-								&w, locked, newslot, now);
+								&w, locked, newslot, now, busy);
 	PopActiveSnapshot();
 	JsRowWriterEndUpdate(&w, locked);
 

@@ -367,9 +367,8 @@ extern void JsReleaseSlots(int64 job_id, const char *queue, const char *resource
 extern bool JsReadResourceLimits(const char *name, int32 *limit, double *rate);
 
 /* bucket.c */
-extern int	JsBucketShards(double per_second);
 extern void JsMakeBuckets(const char *name, double per_second);
-extern bool JsTakeStartToken(const char *name, double per_second);
+extern bool JsTakeStartToken(const char *name, double per_second, bool *busy);
 
 /* limits.c */
 extern void JsJobNamesLimits(Datum queue, Datum resource, bool has_resource,

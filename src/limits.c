@@ -293,14 +293,15 @@ typedef struct JsRated
 {
 	const char *resource;
 	double		rate;
+	bool		busy;			/* no token: another claimer held one */
 } JsRated;
 
 static bool
 JsTakeTokenFor(void *arg)
 {
-	const JsRated *r = (const JsRated *) arg;
+	JsRated    *r = (JsRated *) arg;
 
-	return JsTakeStartToken(r->resource, r->rate);
+	return JsTakeStartToken(r->resource, r->rate, &r->busy);
 }
 
 /*
@@ -362,13 +363,20 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 		int64		job_id = c->key.id;
 		char	   *resource = c->resource;
 		char	   *key = c->concurrency_key;
-		JsRated		rated = {resource, 0};
+		JsRated		rated = {resource, 0, false};
 		bool		resource_slotted = false;
 		bool		key_slotted = lc->has_key_limit && key != NULL;
 		int32		slots[JS_NUM_SLOT_KINDS] = {0, 0, 0};
 		JsTaken		taken;
 		Datum		out[5];
 		bool		outnulls[5] = {false, false, false, false, false};
+
+		/* a resource whose start-rate shards were all empty this call */
+		if (resource != NULL && lc->dry != NULL && strcmp(lc->dry, resource) == 0)
+		{
+			lc->unbroken = false;
+			continue;
+		}
 
 		/* slots first: one that stays unused is the next job's spare */
 		if (lc->has_queue_limit &&
@@ -380,7 +388,6 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 		if ((resource != NULL &&
 			 !JsResourceSlot(resource, &lc->resource_slot, &resource_slotted,
 							 &rated.rate)) ||
-			(rated.rate > 0 && lc->dry != NULL && strcmp(lc->dry, resource) == 0) ||
 			(key_slotted &&
 			 !JsSlotFor(&lc->key_slot, "key", lc->queue, key, lc->key_limit)))
 		{
@@ -402,8 +409,9 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 				JsLimitedMark(lc, c);
 				continue;
 			case JS_TAKE_THROTTLED:
-				/* no shard had a token: its other jobs wait too, this call */
-				lc->dry = resource;
+				/* every shard empty: the resource's other jobs wait too */
+				if (!rated.busy)
+					lc->dry = resource;
 				lc->unbroken = false;
 				continue;
 			case JS_TAKE_TAKEN:

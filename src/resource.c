@@ -219,26 +219,21 @@ JsRefuseResourceInUse(Datum resource)
 			 errhint(JS_RESOURCE_IN_USE_HINT)));
 }
 
-/* concurrency_limit of a resource row, or 0 when NULL */
-static int32
-JsResourceLimit(HeapTuple tuple, Relation rel)
+/*
+ * The limits of a resource row: its concurrency_limit (0 when NULL) and
+ * max_starts_per_second (0 when NULL).
+ */
+static void
+JsResourceRowLimits(HeapTuple tuple, Relation rel, int32 *limit, double *rate)
 {
+	TupleDesc	desc = RelationGetDescr(rel);
 	bool		isnull;
-	Datum		value = heap_getattr(tuple, JsColumnNumber(rel, "concurrency_limit"),
-									 RelationGetDescr(rel), &isnull);
+	Datum		value;
 
-	return isnull ? 0 : DatumGetInt32(value);
-}
-
-/* max_starts_per_second of a resource row, or 0 when NULL */
-static double
-JsResourceRate(HeapTuple tuple, Relation rel)
-{
-	bool		isnull;
-	Datum		value = heap_getattr(tuple, JsColumnNumber(rel, "max_starts_per_second"),
-									 RelationGetDescr(rel), &isnull);
-
-	return isnull ? 0 : DatumGetFloat8(value);
+	value = heap_getattr(tuple, JsColumnNumber(rel, "concurrency_limit"), desc, &isnull);
+	*limit = isnull ? 0 : DatumGetInt32(value);
+	value = heap_getattr(tuple, JsColumnNumber(rel, "max_starts_per_second"), desc, &isnull);
+	*rate = isnull ? 0 : DatumGetFloat8(value);
 }
 
 Datum
@@ -283,20 +278,26 @@ js_resource_trigger(PG_FUNCTION_ARGS)
 		 * slots for a higher limit, shards for a changed rate
 		 */
 		bool		insert = TRIGGER_FIRED_BY_INSERT(event);
-		HeapTuple	new = insert ? old : trigdata->tg_newtuple;
-		int32		limit = JsResourceLimit(new, rel);
-		double		rate = JsResourceRate(new, rel);
-		bool		more_slots = limit > (insert ? 0 : JsResourceLimit(old, rel));
-		bool		new_rate = insert ? rate > 0 : rate != JsResourceRate(old, rel);
+		int32		limit;
+		int32		old_limit = 0;
+		double		rate;
+		double		old_rate = 0;
 
 		if (TRIGGER_FIRED_BY_DELETE(event))
 			elog(ERROR, "job_state_resource: must be fired after INSERT or UPDATE");
-		if (js_restore || (!more_slots && !new_rate))
+		if (insert)
+			JsResourceRowLimits(old, rel, &limit, &rate);
+		else
+		{
+			JsResourceRowLimits(old, rel, &old_limit, &old_rate);
+			JsResourceRowLimits(trigdata->tg_newtuple, rel, &limit, &rate);
+		}
+		if (js_restore || (limit <= old_limit && rate == old_rate))
 			return PointerGetDatum(NULL);
 		SPI_connect();
-		if (more_slots)
+		if (limit > old_limit)
 			JsResourceLimitSlots(TextDatumGetCString(name), !insert, limit);
-		if (new_rate)
+		if (rate != old_rate)
 			JsMakeBuckets(TextDatumGetCString(name), rate);
 		SPI_finish();
 		return PointerGetDatum(NULL);

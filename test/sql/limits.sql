@@ -78,7 +78,7 @@ SELECT count(*) FROM (SELECT job_state.submit('rate5', jsonb_build_object('n', i
                         FROM generate_series(1, 10) i) s;
 SELECT count(*) AS burst5 FROM job_state.claim('rate5', 'w', max_jobs => 10);
 -- the bucket is split into shards: the burst, one second's worth of whole
--- starts (at least 1), dealt out among up to 8 shards, each refilling at
+-- starts (at least 1), dealt out among up to 32 shards, each refilling at
 -- its share of the rate; a resource without a rate has none
 SELECT job_state.create_resource('both', 1, 100);
 SELECT r.name, r.max_starts_per_second, count(b.n) AS shards, sum(b.per_second) AS per_second,
@@ -106,6 +106,11 @@ SELECT count(*) AS nothing FROM job_state.claim('rate', 'w', max_jobs => 10);
 SELECT count(*) AS untouched FROM job_state.bucket b
   JOIN shard_versions v ON v.n = b.n AND v.was_ctid = b.ctid AND v.was_xmax = b.xmax
  WHERE b.resource = 'slow-api';
+-- and once every shard was empty it passes the resource's other jobs
+-- without locking them: of the waiting jobs only the first one each claim
+-- tried was ever locked (a row lock leaves xmax set)
+SELECT count(*) FILTER (WHERE xmax <> '0') AS ever_locked, count(*) AS waiting
+  FROM job_state.job WHERE queue = 'rate' AND status = 'accepted';
 -- raw SQL: the rate set by hand makes the shards too, and one removed
 -- takes them away (the jobs then start without a token)
 UPDATE job_state.resource SET max_starts_per_second = 3 WHERE name = 'fast-api';

@@ -18,6 +18,7 @@ $node->safe_psql('src', q{
 	CREATE EXTENSION job_state;
 	SELECT job_state.create_queue('q', retry_interval => '0', jitter => 'none',
 		concurrency_limit => 5);
+	SELECT job_state.create_resource('api', NULL, 3);
 	SELECT job_state.submit('q', jsonb_build_object('n', i), 'key-' || i,
 		budget => '{"usd": 100}')
 	  FROM generate_series(1, 7) i;
@@ -44,8 +45,14 @@ my $snapshot = q{
 		spent, queue_slot, resource_slot, key_slot), E'\n' ORDER BY id)
 	  FROM job_state.job};
 my $events = q{SELECT count(*) || '/' || max(seq) FROM job_state.job_event};
+my $buckets = q{
+	SELECT string_agg(format('%s|%s|%s|%s|%s|%s', resource, n, per_second, burst,
+		tokens, refilled_at), E'\n' ORDER BY resource, n)
+	  FROM job_state.bucket};
 my $before = $node->safe_psql('src', $snapshot);
 my $events_before = $node->safe_psql('src', $events);
+my $buckets_before = $node->safe_psql('src', $buckets);
+like($buckets_before, qr/^api\|3\|/m, 'a resource with a start rate has its shards');
 like($before, qr/\|succeeded\|/, 'a succeeded job');
 like($before, qr/\|running\|/, 'a running job');
 like($before, qr/\|unknown\|/, 'an unknown job');
@@ -73,6 +80,8 @@ is($node->safe_psql('dst', $snapshot), $before, 'every job came back as it was')
 is($node->safe_psql('dst', $events), $events_before, 'the history came back, once');
 is($node->safe_psql('dst', q{SELECT count(*) FROM job_state.operation}), '1',
 	'operations came back');
+is($node->safe_psql('dst', $buckets), $buckets_before,
+	'the start-rate shards came back as they were, not made again');
 is($node->safe_psql('dst', q{SELECT count(*) FROM job_state.slot WHERE job_id IS NOT NULL}),
 	'2', 'the running jobs still hold their slots');
 
