@@ -414,7 +414,7 @@ CREATE FUNCTION job_state.resource_trigger()
 	AS 'MODULE_PATHNAME', 'js_resource_trigger'
 	LANGUAGE C;
 COMMENT ON FUNCTION job_state.resource_trigger() IS
-	'keeps a resource that jobs name from being deleted or truncated away and every resource''s name from changing; creates the slots of a resource''s limit';
+	'keeps a resource that jobs name from being deleted or truncated away and every resource''s name from changing; creates the slots of a resource''s limit and the token-bucket shards of its start rate';
 
 CREATE TRIGGER job_state_resource
 	BEFORE UPDATE OF name OR DELETE ON job_state.resource

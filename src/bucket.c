@@ -34,8 +34,9 @@
  *
  * The shards are made again whenever the rate is set or changed
  * (resource.c's AFTER trigger: create_resource, alter_resource and raw SQL
- * alike), holding together the tokens the old ones held at that moment; a
- * new resource's are full.
+ * alike), holding together the tokens the old ones held at that moment,
+ * the first shards filled first so that whole tokens stay whole; a new
+ * resource's are full.
  *
  * Locks: RowExclusiveLock on job_state.bucket and its primary key; the row
  * lock of the shard a token is taken from.
@@ -142,17 +143,23 @@ JsMakeBuckets(const char *name, double per_second)
 	if (per_second <= 0)
 		return;
 
-	/* burst / shards whole tokens each, one more for the first burst % shards */
+	/*
+	 * burst / shards whole tokens each, one more for the first burst %
+	 * shards; what the old shards held fills the first ones, so that the
+	 * whole tokens among it stay whole
+	 */
 	burst = JsBucketBurst(per_second);
 	shards = JsBucketShards(per_second);
 	for (i = 1; i <= shards; i++)
 	{
 		int32		share = burst / shards + (i <= burst % shards ? 1 : 0);
+		double		tokens = had ? Min(held, (double) share) : share;
 
+		held -= tokens;
 		values[1] = Int32GetDatum(i);
 		values[2] = Float8GetDatum(per_second * share / burst);
 		values[3] = Int32GetDatum(share);
-		values[4] = Float8GetDatum(had ? Min(held * share / burst, (double) share) : share);
+		values[4] = Float8GetDatum(tokens);
 		values[5] = TimestampTzGetDatum(now);
 		JsExecute(&make_plan, values, NULL, false, 0);
 	}

@@ -331,7 +331,7 @@ typedef struct JsLimitedClaim
 	JsSlot		key_slot;
 	int			claimed;
 	bool		queue_full;
-	char	   *dry;			/* a resource that gave no start token */
+	char	   *dry;			/* a resource whose shards were all empty */
 	bool		unbroken;		/* no job passed over yet in this scan */
 	bool		marked;
 	JsClaimKey	mark;
