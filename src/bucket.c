@@ -73,6 +73,19 @@ enum
 	BUCKET_REFILLED_AT
 };
 
+/* the bucket table has the columns this file reads and writes, by number */
+static void
+JsBucketCheckShape(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (desc->natts != BUCKET_REFILLED_AT ||
+		strcmp(NameStr(TupleDescAttr(desc, BUCKET_PER_SECOND - 1)->attname), "per_second") != 0 ||
+		strcmp(NameStr(TupleDescAttr(desc, BUCKET_TOKENS - 1)->attname), "tokens") != 0 ||
+		strcmp(NameStr(TupleDescAttr(desc, BUCKET_REFILLED_AT - 1)->attname), "refilled_at") != 0)
+		elog(ERROR, "job_state: job_state.bucket does not have the expected columns");
+}
+
 static JsPlan drop_plan = {
 	"DELETE FROM job_state.bucket WHERE resource OPERATOR(pg_catalog.=) $1"
 	" RETURNING per_second, burst, tokens, refilled_at",
@@ -246,6 +259,7 @@ JsTakeStartToken(const char *name, double per_second, bool *busy)
 	int			i;
 
 	*busy = false;
+	JsBucketCheckShape(rel);
 	JsRowWriterBeginUpdate(&w, rel, &locked, &newslot);
 	PushActiveSnapshot(GetLatestSnapshot());
 	for (i = 0; i < shards && !taken; i++)
