@@ -21,19 +21,22 @@
  * SQL alike): the BEFORE trigger clears the numbers and the AFTER trigger
  * (fsm.c) frees those rows by primary key (slot.c).
  *
- * max_starts_per_second is a token bucket on the resource row (burst: one
- * second's worth, at least 1).  A claimer that finds the row locked by
- * another claimer skips the job: claim returns fewer jobs, never waits.
+ * max_starts_per_second is a token bucket split into shards (bucket.c):
+ * a start takes a token from any shard that has one, SKIP LOCKED.  When
+ * every shard was empty, the resource's other jobs are passed for the rest
+ * of the call without being locked; when a shard was only held by another
+ * claimer, the resource's next job tries again.  Claim returns fewer jobs,
+ * never waits.
  *
  * The candidates are read by a walk of the ready index (JsReadCandidates,
  * take.c), the slots are locked, held and freed without a statement
  * (slot.c), and the job itself is locked, judged (attempts, deadline,
  * budget) and moved to running by the same code as an unlimited claim
  * (JsTakeJob, take.c).  A resource's start token is taken the same way
- * (JsTakeStartToken, resource.c).
+ * (JsTakeStartToken, bucket.c).
  *
  * Locks, in order, per job: a queue slot, a resource slot, a key slot, the
- * job row, the resource's bucket row; all SKIP LOCKED.  A slot taken for a
+ * job row, a shard of the resource's bucket; all SKIP LOCKED.  A slot taken for a
  * job that could not start is kept for the next one, so a claim holds at
  * most one unused slot per scope, and it locks only the jobs it starts
  * (and the used-up ones it fails).
