@@ -10,7 +10,10 @@
  * burst is dealt out in whole tokens, shard i holding at most b_i = B / K,
  * or one more for the first B % K shards, and refilling at R * b_i / B
  * tokens a second: together the shards allow exactly R starts a second
- * and a burst of exactly B, as a single bucket would.
+ * and a burst of exactly B, as a single bucket would.  Each shard carries its
+ * own rate and burst rather than deriving them from the resource's rate:
+ * a claim that read the rate before a change committed still refills the
+ * new shards by their own rules.
  *
  * A start takes one token from any shard.  With a single bucket row, each
  * claimer held it locked from its start to its commit and every other

@@ -334,11 +334,25 @@ typedef struct JsLimitedClaim
 	JsSlot		key_slot;
 	int			claimed;
 	bool		queue_full;
-	char	   *dry;			/* a resource whose shards were all empty */
+	List	   *dry;			/* resources whose shards were all empty */
 	bool		unbroken;		/* no job passed over yet in this scan */
 	bool		marked;
 	JsClaimKey	mark;
 } JsLimitedClaim;
+
+/* resource found with every start-rate shard empty earlier in this call? */
+static bool
+JsResourceDry(const JsLimitedClaim *lc, const char *resource)
+{
+	ListCell   *lcell;
+
+	foreach(lcell, lc->dry)
+	{
+		if (strcmp((const char *) lfirst(lcell), resource) == 0)
+			return true;
+	}
+	return false;
+}
 
 static void
 JsLimitedMark(JsLimitedClaim *lc, const JsCandidate *c)
@@ -375,7 +389,7 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 		bool		outnulls[5] = {false, false, false, false, false};
 
 		/* a resource whose start-rate shards were all empty this call */
-		if (resource != NULL && lc->dry != NULL && strcmp(lc->dry, resource) == 0)
+		if (resource != NULL && JsResourceDry(lc, resource))
 		{
 			lc->unbroken = false;
 			continue;
@@ -414,7 +428,7 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 			case JS_TAKE_THROTTLED:
 				/* every shard empty: the resource's other jobs wait too */
 				if (!rated.busy)
-					lc->dry = resource;
+					lc->dry = lappend(lc->dry, resource);
 				lc->unbroken = false;
 				continue;
 			case JS_TAKE_TAKEN:

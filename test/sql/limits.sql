@@ -111,6 +111,18 @@ SELECT count(*) AS untouched FROM job_state.bucket b
 -- tried was ever locked (a row lock leaves xmax set)
 SELECT count(*) FILTER (WHERE xmax <> '0') AS ever_locked, count(*) AS waiting
   FROM job_state.job WHERE queue = 'rate' AND status = 'accepted';
+-- so does it for every such resource of the call: jobs alternating
+-- between two resources, one start every 100 s each; the claim takes one
+-- job of each, then locks only the next job of each
+SELECT job_state.create_resource('dry-a', NULL, 0.01);
+SELECT job_state.create_resource('dry-b', NULL, 0.01);
+SELECT job_state.create_queue('alt');
+SELECT count(*) FROM (SELECT job_state.submit('alt', jsonb_build_object('n', i),
+                                              resource => CASE WHEN i % 2 = 1 THEN 'dry-a' ELSE 'dry-b' END)
+                        FROM generate_series(1, 8) i) s;
+SELECT count(*) AS started FROM job_state.claim('alt', 'w', max_jobs => 10);
+SELECT count(*) FILTER (WHERE xmax <> '0') AS ever_locked, count(*) AS waiting
+  FROM job_state.job WHERE queue = 'alt' AND status = 'accepted';
 -- raw SQL: the rate set by hand makes the shards too, and one removed
 -- takes them away (the jobs then start without a token)
 UPDATE job_state.resource SET max_starts_per_second = 3 WHERE name = 'fast-api';
