@@ -419,7 +419,7 @@ COMMENT ON FUNCTION job_state.resource_trigger() IS
 CREATE TRIGGER job_state_resource
 	BEFORE UPDATE OF name OR DELETE ON job_state.resource
 	FOR EACH ROW EXECUTE FUNCTION job_state.resource_trigger();
-CREATE TRIGGER job_state_resource_slots
+CREATE TRIGGER job_state_resource_limits
 	AFTER INSERT OR UPDATE OF concurrency_limit, max_starts_per_second ON job_state.resource
 	FOR EACH ROW EXECUTE FUNCTION job_state.resource_trigger();
 CREATE TRIGGER job_state_resource_truncate
