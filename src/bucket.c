@@ -195,7 +195,7 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 	ScanKeyData keys[2];
 	IndexScanDesc scan;
 	ItemPointerData tid;
-	TM_FailureData tmfd;
+	JsTMFailureData tmfd;
 	bool		isnull;
 	double		tokens;
 
@@ -225,7 +225,7 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 	tid = found->tts_tid;
 	if (table_tuple_lock(rel, &tid, GetActiveSnapshot(), locked,
 						 GetCurrentCommandId(false), LockTupleNoKeyExclusive,
-						 LockWaitSkip, 0, &tmfd) != TM_Ok)
+						 LockWaitSkip, 0, &tmfd.tmfd) != TM_Ok)
 	{
 		*busy = true;
 		return false;

@@ -20,6 +20,7 @@
 
 #include "postgres.h"
 
+#include "access/tableam.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "nodes/execnodes.h"
@@ -133,12 +134,38 @@ typedef struct JsEvent
 
 extern void JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev);
 
-/* rowwrite.c: single-row writes without a statement */
+/*
+ * Server structs whose size a minor release may change.  PostgreSQL keeps
+ * the fields of a released struct where they are but may add new ones at
+ * its end (17.1, 16.5 and 15.9 did so to ResultRelInfo), which is harmless
+ * only where the server allocates the struct.  So the server allocates
+ * them where a server function does (ResultRelInfo), and where we must
+ * (EPQState, RangeTblEntry, TM_FailureData) we allocate JS_STRUCT_ROOM
+ * bytes past the size in our headers; rowwrite.c puts a canary past that
+ * room where the server writes the struct.  A build with
+ * -DJS_STRUCT_ROOM=-8 (room short of our own headers) makes the canary
+ * fire: test/t/007_struct_room.pl.
+ */
+#ifndef JS_STRUCT_ROOM
+#define JS_STRUCT_ROOM 256
+#endif
+
+/* what table_tuple_lock fills, with room (see JS_STRUCT_ROOM) */
+typedef union JsTMFailureData
+{
+	TM_FailureData tmfd;
+	char		room[sizeof(TM_FailureData) + JS_STRUCT_ROOM];
+} JsTMFailureData;
+
+/*
+ * rowwrite.c: single-row writes without a statement.  Everything a writer
+ * points to lives in its estate's memory and is allocated once per writer.
+ */
 typedef struct JsRowWriter
 {
 	EState	   *estate;
-	ResultRelInfo *rri;
-	EPQState	epqstate;
+	ResultRelInfo *rri;			/* allocated by the server */
+	EPQState   *epqstate;		/* with room and a canary */
 } JsRowWriter;
 
 /* index_beginscan gained an instrumentation argument in PostgreSQL 18 */

@@ -18,6 +18,11 @@
  * inserts as INSERT ... ON CONFLICT DO NOTHING does (submit.c), with the
  * column defaults of JsRowWriterDefaults.
  *
+ * Safe across minor releases: the server allocates the ResultRelInfo, and
+ * the EPQState and RangeTblEntry we allocate have room past the size in
+ * our headers, with a canary checked after the server fills the EPQState
+ * (JsAllocWithRoom; JS_STRUCT_ROOM in job_state.h).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -46,8 +51,59 @@
 #include "job_state.h"
 
 /*
+ * A server struct we allocate ourselves (see JS_STRUCT_ROOM in job_state.h):
+ * zeroed, with JS_STRUCT_ROOM spare bytes past the size in our headers for
+ * fields a newer minor release added at its end, then a canary that a
+ * server whose struct outgrew the room overwrites.
+ */
+#define JS_CANARY_LEN 16
+
+StaticAssertDecl(JS_STRUCT_ROOM + JS_CANARY_LEN >= 0,
+				 "JS_STRUCT_ROOM must leave the struct its own size");
+
+static const uint8 js_canary[JS_CANARY_LEN] = {
+	0x6a, 0x73, 0xa5, 0x5a, 0xc3, 0x3c, 0x96, 0x69,
+	0x6a, 0x73, 0xa5, 0x5a, 0xc3, 0x3c, 0x96, 0x69
+};
+
+static void *
+JsAllocWithRoom(MemoryContext context, Size size)
+{
+	char	   *p = MemoryContextAllocZero(context,
+										   size + JS_STRUCT_ROOM + JS_CANARY_LEN);
+
+	memcpy(p + size + JS_STRUCT_ROOM, js_canary, JS_CANARY_LEN);
+	return p;
+}
+
+/*
+ * After the server function that fills a struct of JsAllocWithRoom: one
+ * that wrote into the canary has a bigger struct than our headers and room
+ * allow, and its next write could land past our allocation.  Caught here,
+ * it only wrote into memory of ours.
+ */
+static void
+JsCheckRoom(const void *p, Size size, const char *type)
+{
+	if (memcmp((const char *) p + size + JS_STRUCT_ROOM, js_canary,
+			   JS_CANARY_LEN) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("this server's %s is bigger than job_state was built for", type),
+				 errdetail("job_state allocates %zu bytes and %d spare for a %s; the server wrote past them.",
+						   size, JS_STRUCT_ROOM, type),
+				 errhint("Rebuild job_state against the headers of this server's PostgreSQL release; it was built against %s.",
+						 PG_VERSION)));
+}
+
+/*
  * speculative: the indexes are opened for an insert with an ON CONFLICT
  * arbiter (ExecCheckIndexConstraints), as for INSERT ... ON CONFLICT.
+ *
+ * The ResultRelInfo is the server's own (ExecGetTriggerResultRel allocates
+ * it at the server's size and lists it in es_trig_target_relations, where
+ * the AFTER trigger queue finds it); the EPQState and the RangeTblEntry are
+ * ours, with room (JsAllocWithRoom).  All live in the estate's memory.
  */
 void
 JsRowWriterBegin(JsRowWriter *w, Relation rel, bool speculative)
@@ -55,7 +111,10 @@ JsRowWriterBegin(JsRowWriter *w, Relation rel, bool speculative)
 	RangeTblEntry *rte;
 
 	w->estate = CreateExecutorState();
-	rte = makeNode(RangeTblEntry);
+
+	/* the server only reads the range table: no canary to check */
+	rte = JsAllocWithRoom(w->estate->es_query_cxt, sizeof(RangeTblEntry));
+	rte->type = T_RangeTblEntry;
 	rte->rtekind = RTE_RELATION;
 	rte->relid = RelationGetRelid(rel);
 	rte->relkind = rel->rd_rel->relkind;
@@ -75,25 +134,27 @@ JsRowWriterBegin(JsRowWriter *w, Relation rel, bool speculative)
 #else
 	ExecInitRangeTable(w->estate, list_make1(rte));
 #endif
-	w->rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(w->rri, rel, 1, NULL, 0);
 
 	/*
-	 * Listed as opened (without a reference of its own, so never closed by
-	 * the executor) for the AFTER trigger queue to find it, as logical
-	 * replication does.
+	 * A second reference to rel (the caller holds the lock), closed by
+	 * JsRowWriterEnd.  The server initializes it for range table index 0
+	 * (no entry); ours is entry 1, as for a statement's target.
 	 */
-	w->estate->es_opened_result_relations =
-		lappend(w->estate->es_opened_result_relations, w->rri);
+	w->rri = ExecGetTriggerResultRel(w->estate, RelationGetRelid(rel), NULL);
+	Assert(w->rri->ri_RelationDesc == rel);
+	w->rri->ri_RangeTableIndex = 1;
+
 	w->estate->es_output_cid = GetCurrentCommandId(true);
 	if (ActiveSnapshotSet())
 		w->estate->es_snapshot = GetActiveSnapshot();
 	ExecOpenIndices(w->rri, speculative);
+	w->epqstate = JsAllocWithRoom(w->estate->es_query_cxt, sizeof(EPQState));
 #if PG_VERSION_NUM >= 160000
-	EvalPlanQualInit(&w->epqstate, w->estate, NULL, NIL, -1, NIL);
+	EvalPlanQualInit(w->epqstate, w->estate, NULL, NIL, -1, NIL);
 #else
-	EvalPlanQualInit(&w->epqstate, w->estate, NULL, NIL, -1);
+	EvalPlanQualInit(w->epqstate, w->estate, NULL, NIL, -1);
 #endif
+	JsCheckRoom(w->epqstate, sizeof(EPQState), "EPQState");
 	AfterTriggerBeginQuery();
 }
 
@@ -126,7 +187,7 @@ void
 JsRowWriterUpdate(JsRowWriter *w, TupleTableSlot *locked, TupleTableSlot *newslot)
 {
 	ItemPointerSetInvalid(&newslot->tts_tid);
-	ExecSimpleRelationUpdate(w->rri, w->estate, &w->epqstate, locked, newslot);
+	ExecSimpleRelationUpdate(w->rri, w->estate, w->epqstate, locked, newslot);
 	if (!ItemPointerIsValid(&newslot->tts_tid))
 		JsRefuseSkippedUpdate();
 }
@@ -195,11 +256,11 @@ JsRowWriterEnd(JsRowWriter *w)
 	ListCell   *lc;
 
 	AfterTriggerEndQuery(w->estate);
-	/* relations the trigger queue opened itself (none, normally) */
+	EvalPlanQualEnd(w->epqstate);
+	ExecCloseIndices(w->rri);
+	/* the writer's own relation and any the trigger queue opened */
 	foreach(lc, w->estate->es_trig_target_relations)
 		table_close(((ResultRelInfo *) lfirst(lc))->ri_RelationDesc, NoLock);
-	EvalPlanQualEnd(&w->epqstate);
-	ExecCloseIndices(w->rri);
 	ExecResetTupleTable(w->estate->es_tupleTable, false);
 	FreeExecutorState(w->estate);
 	w->estate = NULL;
@@ -218,14 +279,14 @@ bool
 JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 		  LockWaitPolicy wait)
 {
-	TM_FailureData tmfd;
+	JsTMFailureData tmfd;
 	TM_Result	result;
 
 	result = table_tuple_lock(w->rri->ri_RelationDesc, tid, GetActiveSnapshot(),
 							  slot, w->estate->es_output_cid,
 							  LockTupleNoKeyExclusive, wait,
 							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-							  &tmfd);
+							  &tmfd.tmfd);
 	switch (result)
 	{
 		case TM_Ok:

@@ -111,12 +111,12 @@ static bool
 JsSlotLockRow(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 			  LockWaitPolicy wait, int flags)
 {
-	TM_FailureData tmfd;
+	JsTMFailureData tmfd;
 	TM_Result	result;
 
 	result = table_tuple_lock(rel, tid, GetActiveSnapshot(), slot,
 							  GetCurrentCommandId(false), LockTupleNoKeyExclusive,
-							  wait, flags, &tmfd);
+							  wait, flags, &tmfd.tmfd);
 
 	/*
 	 * Anything else (would block, updated, deleted, changed by ourselves) is
