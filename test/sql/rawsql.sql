@@ -127,11 +127,11 @@ VALUES ('raw', 1000, '{}', '\x00', 'running', 5, 4);
 RESET job_state.restore;
 SELECT id, status, generation, attempts FROM job_state.job WHERE id = 1000;
 -- job_state.restore is superuser only
-CREATE ROLE js_raw_nobody;
-SET ROLE js_raw_nobody;
+CREATE ROLE regress_js_raw_nobody;
+SET ROLE regress_js_raw_nobody;
 SET job_state.restore = on;
 RESET ROLE;
-DROP ROLE js_raw_nobody;
+DROP ROLE regress_js_raw_nobody;
 -- unknown job_state.* settings are refused
 SET job_state.no_such_setting = 1;
 
