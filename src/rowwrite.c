@@ -90,8 +90,8 @@ JsCheckRoom(const void *p, Size size, const char *type)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("this server's %s is bigger than job_state was built for", type),
-				 errdetail("job_state allocates %zu bytes and %d spare for a %s; the server wrote past them.",
-						   size, JS_STRUCT_ROOM, type),
+				 errdetail("job_state's headers make an %s %zu bytes and job_state allocates %d bytes more; the server wrote past them.",
+						   type, size, JS_STRUCT_ROOM),
 				 errhint("Rebuild job_state against the headers of this server's PostgreSQL release; it was built against %s.",
 						 PG_VERSION)));
 }
