@@ -264,6 +264,8 @@ JsRowWriterEnd(JsRowWriter *w)
 	ExecResetTupleTable(w->estate->es_tupleTable, false);
 	FreeExecutorState(w->estate);
 	w->estate = NULL;
+	w->rri = NULL;
+	w->epqstate = NULL;
 }
 
 /*
