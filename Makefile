@@ -67,8 +67,8 @@ DISTNAME = $(EXTENSION)-$(EXTVERSION)
 dist:
 	@test -n "$(EXTVERSION)" || \
 		{ echo "make dist: no default_version in $(EXTENSION).control" >&2; exit 1; }
-	@git rev-parse --is-inside-work-tree >/dev/null 2>&1 || \
-		{ echo "make dist: not a git checkout; the archive is made from the files git tracks (git archive HEAD)" >&2; exit 1; }
+	@test "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" || \
+		{ echo "make dist: $(CURDIR) is not the top of a git checkout; the archive is made from the files git tracks (git archive HEAD)" >&2; exit 1; }
 	@git diff --quiet HEAD -- || \
 		{ echo "make dist: tracked files have uncommitted changes; commit them first (the archive is HEAD)" >&2; exit 1; }
 	@bad=$$(sed -n 's/^[[:space:]]*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' META.json | grep -vx '$(EXTVERSION)'); \
