@@ -63,6 +63,15 @@ foreach my $script (sort keys %released)
 		"the installed $script is the released file (the test runs what it checked)");
 }
 
+# A script left in the server's extension directory by an earlier install
+# of another tree (make install copies, it never removes) would change what
+# CREATE EXTENSION runs, e.g. a full install script of the new version.
+my @tree_scripts = sort map { s{.*/}{}r } glob("$srcdir/sql/job_state--*.sql");
+my @installed_scripts =
+  sort map { s{.*/}{}r } glob("$sharedir/extension/job_state--*.sql");
+is("@installed_scripts", "@tree_scripts",
+	'the installed job_state scripts are those of this tree, no more');
+
 # ---- helpers --------------------------------------------------------------
 
 my $db = 'upgraded';
@@ -301,7 +310,10 @@ foreach my $table (sort keys %before)
 		"every row of $table survived the update as it was");
 }
 
-# tokens issued before the update
+# tokens issued before the update: the MAC secret and the generations are
+# as they were
+is(sqlstate_of(qq{SELECT job_state.assert_claim('$token{running}')}), '',
+	'a token issued before the update is accepted (assert_claim)');
 my $hb = sql(qq{SELECT (lease_expires_at > now()) || '|' || cancel_requested
 	  FROM job_state.heartbeat('$token{running}', '10 min')});
 is($hb, 'true|false', 'a token issued before the update: heartbeat');
@@ -364,6 +376,10 @@ is(sql(q{SELECT extversion FROM pg_extension WHERE extname = 'job_state'}, 'fres
 #  - the config-table OIDs of binary_upgrade_create_empty_extension: made
 #    names, so which tables pg_dump keeps is still compared;
 #  - setval values: where a sequence stands is data, not schema;
+#  - binary_upgrade_set_missing_value: the value ADD COLUMN ... DEFAULT
+#    stored for the rows then present; a full install script that has the
+#    column from the start stores none, and the DEFAULT itself is still
+#    compared;
 #  - the stale_refusals_<queue id> sequences are left out: create_queue
 #    makes one per queue, outside the extension, so they follow the data.
 #    (pg_dump -T cannot leave them out: a sequence owned by a column of a
@@ -394,6 +410,7 @@ sub schema_dump
 	$text =~ s/^WHERE oid = '\d+';$/WHERE oid = <oid>;/mg;
 	$text =~ s{(binary_upgrade_create_empty_extension\('job_state', [^\n]*?)'\{([\d,]*)\}'}
 		{$1 . "'{" . join(',', map { $config{$_} // "<unknown oid $_>" } split /,/, $2) . "}'"}e;
+	$text =~ s/\n-- set missing value\.\nSELECT pg_catalog\.binary_upgrade_set_missing_value\(.*\);\n\n//g;
 	$text =~ s/^(SELECT pg_catalog\.setval\('[^']+'), \d+, (?:true|false)\);$/$1, <value>);/mg;
 
 	my $normalised = $node->basedir . "/$dbname.schema.normalised.sql";
