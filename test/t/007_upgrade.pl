@@ -70,7 +70,7 @@ my @tree_scripts = sort map { s{.*/}{}r } glob("$srcdir/sql/job_state--*.sql");
 my @installed_scripts =
   sort map { s{.*/}{}r } glob("$sharedir/extension/job_state--*.sql");
 is("@installed_scripts", "@tree_scripts",
-	'the installed job_state scripts are those of this tree, no more');
+	"the installed job_state scripts are those of this tree, no more (remove stale ones from $sharedir/extension)");
 
 # ---- helpers --------------------------------------------------------------
 
@@ -226,6 +226,17 @@ $job{batch} = submit(q{'plain', '{"n": 12}', 'p4'});
 is(sql(qq{SELECT outcome FROM job_state.succeed_many(ARRAY['$token{batch}']::job_state.claim_token[])}),
 	'succeeded', 'on the 0.1.0 schema: succeed_many');
 
+# a worker connected across the update: its backend has prepared and kept
+# its plans (submit, claim, heartbeat, succeed) on the 0.1.0 schema, and
+# holds a claim while the update runs
+my $worker = $node->background_psql($db);
+$worker->query_safe(q{SELECT job_id FROM job_state.submit('plain', '{"n": 13}', 'p5')});
+$worker->query_safe(q{SELECT job_state.succeed(token) FROM job_state.claim('plain', 'live')});
+$job{live} = submit(q{'plain', '{"n": 14}', 'p6'});
+$token{live} = $worker->query_safe(q{SELECT token FROM job_state.claim('plain', 'live')});
+is($worker->query_safe(qq{SELECT cancel_requested FROM job_state.heartbeat('$token{live}')}),
+	'f', 'a connected worker holds a claim on the 0.1.0 schema');
+
 is( sql(q{SELECT string_agg(DISTINCT status::text, ',' ORDER BY status::text)
 	  FROM job_state.job}),
 	'accepted,cancelled,failed,running,succeeded,unknown',
@@ -337,6 +348,19 @@ is(sqlstate_of(qq{SELECT job_state.succeed('$token{stale}')}),
 	'JS001', 'a token stale before the update is still refused');
 is(sql(q{SELECT count(*) FROM job_state.slot WHERE job_id IS NOT NULL}),
 	'0', 'every slot was freed');
+
+# the worker that stayed connected across the update goes on in the same
+# backend
+is($worker->query_safe(qq{SELECT cancel_requested FROM job_state.heartbeat('$token{live}')}),
+	'f', 'a worker connected across the update: heartbeat in the same session');
+$worker->query_safe(qq{SELECT job_state.succeed('$token{live}')});
+is(sql(qq{SELECT status FROM job_state.job WHERE id = $job{live}}),
+	'succeeded', 'a worker connected across the update: succeed in the same session');
+$worker->query_safe(q{SELECT job_id FROM job_state.submit('plain', '{"n": 15}', 'p7')});
+is( $worker->query_safe(
+		q{SELECT job_state.fail(token, 'permanent') FROM job_state.claim('plain', 'live')}),
+	'failed', 'and submits, claims and fails new jobs');
+$worker->quit;
 
 # the jobs left from 0.1.0 go on; new jobs work as before
 sql(qq{SELECT job_state.reconcile($job{unknown}, 'failed')});
