@@ -9,8 +9,9 @@
 #     library must serve the previous version's SQL until the update.
 #  3. ALTER EXTENSION job_state UPDATE: the version is the control file's,
 #     every row survived as it was (the 0.1.0 columns, compared one by
-#     one), and tokens issued before the update are still accepted (and a
-#     stale one still refused).
+#     one), tokens issued before the update are still accepted (and a
+#     stale one still refused), and a worker connected across the update
+#     goes on in the same session.
 #  4. The upgraded schema is the schema of a fresh CREATE EXTENSION, by
 #     pg_dump --schema-only of both databases, compared with a diff.
 #
@@ -35,6 +36,8 @@ my $new_version = '0.2.0';
 
 # ---- 1. the released script is frozen ------------------------------------
 
+# Every released script and its sha256.  When a version is released, add
+# its upgrade script here (sha256sum sql/job_state--A--B.sql).
 my %released = (
 	'job_state--0.1.0.sql' =>
 	  'f98ce2c8bd36239f64456e6048d7bc07dfdc97baf711f963537c1191ea6a2ac3',
