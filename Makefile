@@ -53,3 +53,26 @@ include $(PGXS)
 
 # every object includes the shared header (PGXS does not track headers)
 $(OBJS): src/job_state.h src/errcodes.h
+
+# ---- release archive for PGXN --------------------------------------------
+# make dist: job_state-<version>.zip of the files tracked in git at HEAD,
+# under a job_state-<version>/ prefix; the version is the control file's
+# default_version.  It needs a git checkout with no uncommitted changes to
+# tracked files (the archive is HEAD, not the working tree), and META.json
+# must carry the same version.
+EXTVERSION := $(shell sed -n "s/^[[:space:]]*default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" $(EXTENSION).control)
+DISTNAME = $(EXTENSION)-$(EXTVERSION)
+
+.PHONY: dist
+dist:
+	@test -n "$(EXTVERSION)" || \
+		{ echo "make dist: no default_version in $(EXTENSION).control" >&2; exit 1; }
+	@test "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" || \
+		{ echo "make dist: $(CURDIR) is not the top of a git checkout; the archive is made from the files git tracks (git archive HEAD)" >&2; exit 1; }
+	@git diff --quiet HEAD -- || \
+		{ echo "make dist: tracked files have uncommitted changes; commit them first (the archive is HEAD)" >&2; exit 1; }
+	@bad=$$(sed -n 's/^[[:space:]]*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' META.json | grep -vx '$(EXTVERSION)'); \
+		test -z "$$bad" || \
+		{ echo "make dist: META.json has version $$bad, $(EXTENSION).control says $(EXTVERSION)" >&2; exit 1; }
+	git archive --format zip --prefix $(DISTNAME)/ --output $(DISTNAME).zip HEAD
+	@echo "make dist: wrote $(DISTNAME).zip"
