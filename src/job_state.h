@@ -144,7 +144,7 @@ extern void JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent 
  * bytes past the size in our headers; rowwrite.c puts a canary past that
  * room where the server writes the struct.  A build with
  * -DJS_STRUCT_ROOM=-8 (room short of our own headers) makes the canary
- * fire: test/t/007_struct_room.pl.
+ * fire: test/t/010_struct_room.pl.
  */
 #ifndef JS_STRUCT_ROOM
 #define JS_STRUCT_ROOM 256
