@@ -94,7 +94,7 @@ for my $i (0 .. $#lines)
 		next;
 	}
 
-	if ($l =~ /<!--\s*readme-test:\s*(.*?)\s*-->/)
+	if ($l =~ /^\s*<!--\s*readme-test:\s*(.*?)\s*-->\s*$/)
 	{
 		my $what = $1;
 		if ($what =~ /^skip:\s*(\S.*)$/)
@@ -109,7 +109,7 @@ for my $i (0 .. $#lines)
 		}
 		next;
 	}
-	if ($l =~ /readme-test/)
+	if ($l =~ /^\s*<!--.*readme-test/)
 	{
 		push @problems, "line $n: a readme-test comment must be one line <!-- ... -->";
 	}
