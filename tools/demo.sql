@@ -1,6 +1,9 @@
 -- tools/demo.sql: a short narrated tour of job_state, run by tools/demo in a
--- throwaway database.  Every refusal it shows is checked: an unexpected
--- outcome stops the demo with an error.
+-- throwaway database.  Every step checks that it behaved as narrated (the
+-- refusals it shows, and the states, generations and counts it claims): an
+-- unexpected outcome stops the demo with an error.  tools/demo counts the
+-- steps ("=== N.") and names the one that failed; the last line it prints
+-- when every step passed is "=== demo: every step behaved as narrated".
 \set ON_ERROR_STOP on
 \pset footer off
 \set QUIET on
@@ -14,6 +17,16 @@ BEGIN
 		RAISE EXCEPTION 'demo: expected SQLSTATE %, got %', want, coalesce(got, 'no error');
 	END IF;
 	RETURN 'refused with SQLSTATE ' || got || ', as expected';
+END $$;
+
+-- check(ok, what): the demo stops unless ok
+CREATE FUNCTION pg_temp.check(ok boolean, what text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF ok IS NOT TRUE THEN
+		RAISE EXCEPTION 'demo: expected %', what;
+	END IF;
+	RETURN what || ', as expected';
 END $$;
 
 \echo
@@ -44,6 +57,8 @@ SELECT * FROM job_state.submit('emails', '{"to": "bob@example.com", "template": 
 	idempotency_key => 'signup-1001');
 \set ON_ERROR_STOP on
 SELECT pg_temp.expect(:'LAST_ERROR_SQLSTATE', 'JS002') AS "submit, other input";
+SELECT pg_temp.check(count(*) = 1, 'one job for the three submits') AS "check"
+FROM job_state.job;
 
 \echo
 \echo '=== 3. Worker A claims the job.  The claim token carries the job id and'
@@ -52,6 +67,8 @@ SELECT pg_temp.expect(:'LAST_ERROR_SQLSTATE', 'JS002') AS "submit, other input";
 SELECT token AS a_token, job_id, attempt FROM job_state.claim('emails', 'worker-a') \gset
 SELECT :'a_token' AS "worker A token", :job_id AS job_id, :attempt AS attempt,
 	job_state.token_generation(:'a_token') AS generation;
+SELECT pg_temp.check(:attempt = 1 AND job_state.token_generation(:'a_token') = 1,
+	'attempt 1, generation 1') AS "check";
 
 \echo
 \echo '=== 4. Worker A stalls (a GC pause, a lost network) past its lease.'
@@ -63,6 +80,9 @@ SELECT job_state.sweep() AS "jobs whose lease expired";
 SELECT id, status, generation, attempts, retries, reason,
 	round(extract(epoch FROM run_after - clock_timestamp())::numeric, 1) AS "retry in (s)"
 FROM job_state.job WHERE id = :job_id;
+SELECT pg_temp.check(status = 'accepted' AND generation = 1 AND retries = 1,
+	'the job waits for its retry (accepted, generation 1, retry 1)') AS "check"
+FROM job_state.job WHERE id = :job_id;
 
 \echo
 \echo '=== 5. Worker B claims the job again: generation 2.'
@@ -71,6 +91,8 @@ SELECT pg_sleep(1.1) \gset
 SELECT token AS b_token, attempt FROM job_state.claim('emails', 'worker-b') \gset
 SELECT :'b_token' AS "worker B token", :attempt AS attempt,
 	job_state.token_generation(:'b_token') AS generation;
+SELECT pg_temp.check(:attempt = 2 AND job_state.token_generation(:'b_token') = 2,
+	'attempt 2, generation 2') AS "check";
 
 \echo
 \echo '=== 6. Worker A wakes up and reports success with its old token.'
@@ -104,6 +126,10 @@ SELECT job_state.assert_claim(:'b_token');
 SELECT job_state.succeed(:'b_token', '{"message_id": "from-worker-b"}');
 COMMIT;
 SELECT id, status, generation, attempts, worker, result FROM job_state.job WHERE id = :job_id;
+SELECT pg_temp.check(status = 'succeeded' AND worker = 'worker-b'
+		AND result = '{"message_id": "from-worker-b"}',
+	'succeeded with worker B''s result') AS "check"
+FROM job_state.job WHERE id = :job_id;
 
 \echo
 \echo '=== 8. A second job fails with a transient error (say an HTTP 503):'
@@ -116,6 +142,10 @@ SELECT job_state.fail(:'c_token', 'transient', '{"http_status": 503}') AS "fail(
 SELECT id, status, generation, attempts, retries, error_class, last_error,
 	round(extract(epoch FROM run_after - clock_timestamp())::numeric, 1) AS "retry in (s)"
 FROM job_state.job WHERE id = :job2;
+SELECT pg_temp.check(status = 'accepted' AND retries = 1 AND error_class = 'transient'
+		AND run_after > clock_timestamp(),
+	'back to accepted, its retry scheduled') AS "check"
+FROM job_state.job WHERE id = :job2;
 
 \echo
 \echo '=== 9. The jobs, and their history in job_state.job_event.'
@@ -124,6 +154,11 @@ SELECT id, queue, status, generation, attempts, retries, reason, worker
 FROM job_state.job ORDER BY id;
 SELECT job_id, from_status, to_status, generation, detail
 FROM job_state.job_event ORDER BY seq;
+SELECT pg_temp.check(string_agg(coalesce(from_status::text, '-') || '>' || to_status, ' '
+		ORDER BY seq) = '->accepted accepted>running running>accepted '
+		'accepted>running running>succeeded',
+	'the first job''s five changes in order') AS "check"
+FROM job_state.job_event WHERE job_id = :job_id;
 
 \echo
 \echo '=== 10. The rules hold for raw SQL too: a succeeded job cannot be reopened.'
@@ -134,3 +169,4 @@ UPDATE job_state.job SET status = 'accepted' WHERE id = :job_id;
 \set ON_ERROR_STOP on
 SELECT pg_temp.expect(:'LAST_ERROR_SQLSTATE', 'JS003') AS "raw UPDATE of a succeeded job";
 \echo
+\echo '=== demo: every step behaved as narrated'
