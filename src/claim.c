@@ -75,6 +75,8 @@ js_claim(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lease must be positive")));
+	if (!PG_ARGISNULL(2))
+		JsCheckSpanBound("lease", PG_GETARG_INTERVAL_P(2));
 
 	/* the executor's read-only check, which the writes of take.c bypass */
 	PreventCommandIfReadOnly("claim()");
@@ -222,6 +224,8 @@ js_heartbeat(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("extend must be positive")));
+	if (!PG_ARGISNULL(1))
+		JsCheckSpanBound("extend", PG_GETARG_INTERVAL_P(1));
 
 	JsInitMaterialized(fcinfo);
 	SPI_connect();

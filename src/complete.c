@@ -315,11 +315,11 @@ js_fail(PG_FUNCTION_ARGS)
 	{
 		Interval   *after = PG_GETARG_INTERVAL_P(3);
 
-		if (!JsIntervalPositive(after) &&
-			(after->time != 0 || after->day != 0 || after->month != 0))
+		if (JsIntervalNegative(after))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("retry_after must not be negative")));
+		JsCheckSpanBound("retry_after", after);
 	}
 
 	SPI_connect();

@@ -486,5 +486,11 @@ extern void JsCheckKey(const char *what, const char *key);
 extern void JsRefuseNull(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern int	JsColumnNumber(Relation rel, const char *name);
 extern bool JsIntervalPositive(const Interval *span);
+extern bool JsIntervalNegative(const Interval *span);
+
+/* the longest span job_state adds to a timestamp: 10 years of 360 days */
+#define JS_MAX_SPAN_DAYS INT64CONST(3600)
+#define JS_MAX_SPAN_TEXT "10 years"
+extern void JsCheckSpanBound(const char *what, const Interval *span);
 
 #endif							/* JOB_STATE_H */

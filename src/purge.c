@@ -46,11 +46,11 @@ js_purge(PG_FUNCTION_ARGS)
 
 	JsRefuseNull(fcinfo, 0, "older_than");
 	older_than = PG_GETARG_INTERVAL_P(0);
-	if (!JsIntervalPositive(older_than) &&
-		(older_than->time != 0 || older_than->day != 0 || older_than->month != 0))
+	if (JsIntervalNegative(older_than))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("older_than must not be negative")));
+	JsCheckSpanBound("older_than", older_than);
 
 	SPI_connect();
 	arg = PG_GETARG_DATUM(0);
