@@ -77,6 +77,15 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("job_state.check_statement_names",
+							 "Refuses any statement of job_state that resolves a name outside pg_catalog and job_state.",
+							 "A testing aid: the test suites run with it on under a hostile search_path.",
+							 &js_check_statement_names,
+							 false,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
 	DefineCustomIntVariable("job_state.sweep_interval",
 							"Time between two rounds of the background worker (lease expiry and schedules).",
 							"Used only when job_state is in shared_preload_libraries.",

@@ -185,14 +185,14 @@ static JsPlan alter_plan = {
 	"  on_lease_expiry = COALESCE($10, on_lease_expiry),"
 	"  concurrency_limit = COALESCE($11, concurrency_limit),"
 	"  per_key_limit = COALESCE($12, per_key_limit)"
-	" WHERE name = $1",
+	" WHERE name OPERATOR(pg_catalog.=) $1",
 	JS_QUEUE_NARGS,
 	{TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, FLOAT8OID, INT4OID,
 	INTERVALOID, TEXTOID, INT4OID, TEXTOID, INT4OID, INT4OID}
 };
 
 static JsPlan pause_plan = {
-	"UPDATE job_state.queue SET paused = $2 WHERE name = $1",
+	"UPDATE job_state.queue SET paused = $2 WHERE name OPERATOR(pg_catalog.=) $1",
 	2, {TEXTOID, BOOLOID}
 };
 
