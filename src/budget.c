@@ -66,7 +66,9 @@ JsCheckBudget(Jsonb *budget)
 }
 
 /*
- * The first meter whose spend has reached its limit, or NULL.
+ * The first meter whose spend has reached its limit, or NULL.  A spend that
+ * is not a number (only raw SQL could write one) counts as used up: an
+ * amount we cannot read never lets a job run past its limit.
  */
 char *
 JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent)
@@ -94,10 +96,11 @@ JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent)
 		if (spent != NULL && JB_ROOT_IS_OBJECT(spent))
 			used = getKeyJsonValueFromContainer(&spent->root, key.val.string.val,
 												key.val.string.len, NULL);
+		if (used != NULL && used->type != jbvNumeric)
+			return pnstrdup(key.val.string.val, key.val.string.len);
 		zero = int64_to_numeric(0);
 		if (DatumGetInt32(DirectFunctionCall2(numeric_cmp,
-											  NumericGetDatum(used != NULL && used->type == jbvNumeric ?
-															  used->val.numeric : zero),
+											  NumericGetDatum(used != NULL ? used->val.numeric : zero),
 											  NumericGetDatum(v.val.numeric))) >= 0)
 			return pnstrdup(key.val.string.val, key.val.string.len);
 	}
@@ -187,12 +190,20 @@ JsMeterArgs(FunctionCallInfo fcinfo, JsClaimToken **token, char **meter)
 	*token = PG_GETARG_CLAIM_TOKEN(0);
 	*meter = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	amount = PG_GETARG_NUMERIC(2);
-	if (numeric_is_nan(amount) ||
+
+	/*
+	 * JSON has no infinity: to_jsonb would store 'Infinity' as a string,
+	 * which no budget check would count.
+	 */
+	if (numeric_is_nan(amount) || numeric_is_inf(amount) ||
 		DatumGetBool(DirectFunctionCall2(numeric_lt, NumericGetDatum(amount),
 										 NumericGetDatum(int64_to_numeric(0)))))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("amount must be a number of at least 0")));
+				 errmsg("amount must be a finite number of at least 0"),
+				 errdetail("The value given is %s.",
+						   DatumGetCString(DirectFunctionCall1(numeric_out,
+															   NumericGetDatum(amount))))));
 	return amount;
 }
 
@@ -216,7 +227,7 @@ static JsPlan charge_plan = {
 	"  UPDATE job_state.job SET spent = pg_catalog.jsonb_set(spent, ARRAY[$4],"
 	"   pg_catalog.to_jsonb(COALESCE((spent OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric, 0)"
 	"    OPERATOR(pg_catalog.+) $5))"
-	"  WHERE queue = $1 AND id = $2 AND budget OPERATOR(pg_catalog.?) $4"
+	"  WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND budget OPERATOR(pg_catalog.?) $4"
 	"  RETURNING (budget OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric"
 	"   OPERATOR(pg_catalog.-) (spent OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric AS left_over),"
 	" l AS (INSERT INTO job_state.spend (queue, job_id, generation, meter, amount)"
@@ -226,7 +237,7 @@ static JsPlan charge_plan = {
 };
 
 static JsPlan job_exists_plan = {
-	"SELECT 1 FROM job_state.job WHERE queue = $1 AND id = $2",
+	"SELECT 1 FROM job_state.job WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
 	2, {TEXTOID, INT8OID}
 };
 
@@ -267,7 +278,7 @@ static JsPlan reserve_plan = {
 	"  (budget OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric,"
 	"  COALESCE((spent OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric, 0)"
 	" FROM job_state.job"
-	" WHERE queue = $1 AND id = $2 AND generation = $3 AND status = 'running'",
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3 AND status OPERATOR(pg_catalog.=) 'running'",
 	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
 };
 

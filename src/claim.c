@@ -75,6 +75,8 @@ js_claim(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lease must be positive")));
+	if (!PG_ARGISNULL(2))
+		JsCheckSpanBound("lease", PG_GETARG_INTERVAL_P(2));
 
 	/* the executor's read-only check, which the writes of take.c bypass */
 	PreventCommandIfReadOnly("claim()");
@@ -197,10 +199,10 @@ static JsPlan heartbeat_plan = {
 	"    LEAST(COALESCE($4, q.lease), q.max_lease),"
 	"   j.started_at OPERATOR(pg_catalog.+) q.max_lease)"
 	" FROM job_state.queue q"
-	" WHERE j.queue = $1 AND j.id = $2 AND j.generation = $3"
-	"  AND j.status = 'running'"
+	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3"
+	"  AND j.status OPERATOR(pg_catalog.=) 'running'"
 	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
-	"  AND q.name = j.queue"
+	"  AND q.name OPERATOR(pg_catalog.=) j.queue"
 	" RETURNING j.lease_expires_at, j.cancel_requested",
 	4, {TEXTOID, INT8OID, INT4OID, INTERVALOID}
 };
@@ -222,6 +224,8 @@ js_heartbeat(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("extend must be positive")));
+	if (!PG_ARGISNULL(1))
+		JsCheckSpanBound("extend", PG_GETARG_INTERVAL_P(1));
 
 	JsInitMaterialized(fcinfo);
 	SPI_connect();
@@ -246,7 +250,7 @@ js_heartbeat(PG_FUNCTION_ARGS)
  */
 static JsPlan assert_plan = {
 	"SELECT 1 FROM job_state.job"
-	" WHERE queue = $1 AND id = $2 AND generation = $3"
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3"
 	"  AND status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
 	" FOR NO KEY UPDATE",
 	3, {TEXTOID, INT8OID, INT4OID}

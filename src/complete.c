@@ -315,11 +315,11 @@ js_fail(PG_FUNCTION_ARGS)
 	{
 		Interval   *after = PG_GETARG_INTERVAL_P(3);
 
-		if (!JsIntervalPositive(after) &&
-			(after->time != 0 || after->day != 0 || after->month != 0))
+		if (JsIntervalNegative(after))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("retry_after must not be negative")));
+		JsCheckSpanBound("retry_after", after);
 	}
 
 	SPI_connect();
@@ -438,7 +438,7 @@ js_fail(PG_FUNCTION_ARGS)
 #define JS_LOCK_JOB_BY_ID \
 	" FROM job_state.job" \
 	" WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT name FROM job_state.queue))" \
-	"  AND id = $1 FOR NO KEY UPDATE"
+	"  AND id OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE"
 
 static JsPlan job_lock_plan = {
 	"SELECT queue, status::pg_catalog.text" JS_LOCK_JOB_BY_ID,
@@ -473,13 +473,13 @@ JsLockJobById(JsPlan *plan, int64 job_id, Datum *queue)
 static JsPlan reconcile_plan = {
 	"UPDATE job_state.job SET status = $2::job_state.status,"
 	"  reason = 'reconciled',"
-	"  result = CASE WHEN $2 = 'succeeded' THEN COALESCE($3, result)"
+	"  result = CASE WHEN $2 OPERATOR(pg_catalog.=) 'succeeded' THEN COALESCE($3, result)"
 	"           ELSE result END,"
-	"  last_error = CASE WHEN $2 = 'failed' THEN COALESCE($3, last_error)"
+	"  last_error = CASE WHEN $2 OPERATOR(pg_catalog.=) 'failed' THEN COALESCE($3, last_error)"
 	"               ELSE last_error END,"
-	"  run_after = CASE WHEN $2 = 'accepted' THEN pg_catalog.now()"
+	"  run_after = CASE WHEN $2 OPERATOR(pg_catalog.=) 'accepted' THEN pg_catalog.now()"
 	"              ELSE run_after END"
-	" WHERE queue = $4 AND id = $1 AND status = 'unknown'",
+	" WHERE queue OPERATOR(pg_catalog.=) $4 AND id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'unknown'",
 	4, {INT8OID, TEXTOID, JSONBOID, TEXTOID}
 };
 
@@ -543,8 +543,8 @@ static JsPlan redrive_plan = {
 	"     THEN b.value ELSE pg_catalog.to_jsonb(b.value::pg_catalog.text::pg_catalog.numeric"
 	"      OPERATOR(pg_catalog.+) e.value::pg_catalog.text::pg_catalog.numeric) END)"
 	"    FROM pg_catalog.jsonb_each(budget) b"
-	"    LEFT JOIN pg_catalog.jsonb_each($3) e ON e.key = b.key) END"
-	" WHERE queue = $5 AND id = $1"
+	"    LEFT JOIN pg_catalog.jsonb_each($3) e ON e.key OPERATOR(pg_catalog.=) b.key) END"
+	" WHERE queue OPERATOR(pg_catalog.=) $5 AND id OPERATOR(pg_catalog.=) $1"
 	"  AND status OPERATOR(pg_catalog.=) ANY ('{failed,unknown,cancelled}'::job_state.status[])"
 	" RETURNING attempts, max_attempts, deadline, budget, spent",
 	5, {INT8OID, INT4OID, JSONBOID, TIMESTAMPTZOID, TEXTOID}
@@ -626,11 +626,11 @@ js_redrive(PG_FUNCTION_ARGS)
  */
 static JsPlan cancel_plan = {
 	"UPDATE job_state.job SET"
-	"  status = CASE WHEN status = 'running' THEN status"
+	"  status = CASE WHEN status OPERATOR(pg_catalog.=) 'running' THEN status"
 	"           ELSE 'cancelled' END::job_state.status,"
-	"  cancel_requested = (status = 'running'),"
+	"  cancel_requested = (status OPERATOR(pg_catalog.=) 'running'),"
 	"  reason = COALESCE($2, 'cancelled')"
-	" WHERE queue = $3 AND id = $1"
+	" WHERE queue OPERATOR(pg_catalog.=) $3 AND id OPERATOR(pg_catalog.=) $1"
 	"  AND status OPERATOR(pg_catalog.=) ANY ('{accepted,running,unknown}'::job_state.status[])",
 	3, {INT8OID, TEXTOID, TEXTOID}
 };

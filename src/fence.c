@@ -29,7 +29,7 @@
 static JsPlan job_plan = {
 	"SELECT status::pg_catalog.text, generation,"
 	"  lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
-	"  FROM job_state.job WHERE queue = $1 AND id = $2",
+	"  FROM job_state.job WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
 	2, {TEXTOID, INT8OID}
 };
 

@@ -327,8 +327,43 @@ JsRefuseDecrease(int64 job_id, const char *column, int64 oldval, int64 newval)
 }
 
 /*
+ * Every amount of a new spent object is a number of at least 0: the budget
+ * checks compare numbers, and a string such as "Infinity" would slip past
+ * them.
+ */
+static void
+JsCheckSpentNumbers(int64 job_id, Jsonb *newspent)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	JsonbValue	key = {0};
+
+	it = JsonbIteratorInit(&newspent->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			key = v;
+			continue;
+		}
+		if (tok != WJB_VALUE)
+			continue;
+		if (v.type != jbvNumeric ||
+			DatumGetBool(DirectFunctionCall2(numeric_lt,
+											 NumericGetDatum(v.val.numeric),
+											 NumericGetDatum(int64_to_numeric(0)))))
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+					 errmsg("spent amount \"%.*s\" of job %lld must be a number of at least 0",
+							key.val.string.len, key.val.string.val,
+							(long long) job_id)));
+	}
+}
+
+/*
  * Every meter in the old spent object must be in the new one with an
- * amount that is not smaller.
+ * amount that is not smaller, and every new amount a number.
  */
 static void
 JsCheckSpentForward(int64 job_id, Jsonb *oldspent, Jsonb *newspent)
@@ -337,14 +372,13 @@ JsCheckSpentForward(int64 job_id, Jsonb *oldspent, Jsonb *newspent)
 	JsonbValue	v;
 	JsonbIteratorToken tok;
 
-	if (!JB_ROOT_IS_OBJECT(oldspent) || !JB_ROOT_IS_OBJECT(newspent))
-	{
-		if (JB_ROOT_IS_OBJECT(newspent))
-			return;
+	if (!JB_ROOT_IS_OBJECT(newspent) || JB_ROOT_IS_SCALAR(newspent))
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 				 errmsg("spent of job %lld must be a JSON object", (long long) job_id)));
-	}
+	JsCheckSpentNumbers(job_id, newspent);
+	if (!JB_ROOT_IS_OBJECT(oldspent) || JB_ROOT_IS_SCALAR(oldspent))
+		return;
 
 	it = JsonbIteratorInit(&oldspent->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
@@ -718,6 +752,7 @@ JsReleaseJobSlots(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup)
 Datum
 js_job_event_trigger(PG_FUNCTION_ARGS)
 {
+	JsSavedUser saved_user;
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TriggerEvent event;
 	const JsJobColumns *cols;
@@ -754,10 +789,9 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 		Datum		resource = heap_getattr(newtup, cols->resource, tupdesc, &no_resource);
 		Datum		key = heap_getattr(newtup, cols->concurrency_key, tupdesc, &no_key);
 
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "job_state_event: SPI_connect failed");
+		JsTriggerSpiConnect(trigdata->tg_relation, &saved_user);
 		JsJobNamesLimits(queue, resource, !no_resource, key, !no_key);
-		SPI_finish();
+		JsTriggerSpiFinish(&saved_user);
 	}
 
 	/* a restore brings the history with it */
@@ -798,6 +832,7 @@ static JsPlan live_job_plan = {
 Datum
 js_job_truncate_trigger(PG_FUNCTION_ARGS)
 {
+	JsSavedUser saved_user;
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
@@ -813,8 +848,7 @@ js_job_truncate_trigger(PG_FUNCTION_ARGS)
 	 * that wrote jobs has ended; the statement's snapshot is older than that
 	 * wait and would miss a job committed during it.
 	 */
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "job_state_truncate: SPI_connect failed");
+	JsTriggerSpiConnect(trigdata->tg_relation, &saved_user);
 	if (JsExecuteLatest(&live_job_plan, NULL, NULL, 1) > 0)
 	{
 		int64		job_id = JsGetInt64(0, 1, NULL);
@@ -826,7 +860,7 @@ js_job_truncate_trigger(PG_FUNCTION_ARGS)
 				 errdetail("Job %lld is not finished.", (long long) job_id),
 				 errhint("Finished jobs are removed with job_state.purge().")));
 	}
-	SPI_finish();
+	JsTriggerSpiFinish(&saved_user);
 	return PointerGetDatum(NULL);
 }
 

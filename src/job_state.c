@@ -13,7 +13,9 @@
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "utils/rel.h"
@@ -73,6 +75,15 @@ _PG_init(void)
 							 false,
 							 PGC_SUSET,
 							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("job_state.check_statement_names",
+							 "Refuses any statement of job_state that resolves a name outside pg_catalog and job_state.",
+							 "A testing aid: the test suites run with it on under a hostile search_path.",
+							 &js_check_statement_names,
+							 false,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("job_state.sweep_interval",
@@ -195,15 +206,47 @@ JsRefuseNull(FunctionCallInfo fcinfo, int argno, const char *argname)
 				 errmsg("argument \"%s\" must not be null", argname)));
 }
 
-bool
-JsIntervalPositive(const Interval *span)
+/* an interval's length in microseconds, months as 30 days, as interval comparison counts them */
+static INT128
+JsIntervalTotal(const Interval *span)
 {
-	/* months count as 30 days, as interval comparison does */
 	INT128		total = int64_to_int128(span->time);
 
 	int128_add_int64_mul_int64(&total, span->month, 30 * USECS_PER_DAY);
 	int128_add_int64_mul_int64(&total, span->day, USECS_PER_DAY);
-	return int128_compare(total, int64_to_int128(0)) > 0;
+	return total;
+}
+
+bool
+JsIntervalPositive(const Interval *span)
+{
+	return int128_compare(JsIntervalTotal(span), int64_to_int128(0)) > 0;
+}
+
+bool
+JsIntervalNegative(const Interval *span)
+{
+	return int128_compare(JsIntervalTotal(span), int64_to_int128(0)) < 0;
+}
+
+/*
+ * Every span we add to a timestamp (leases, retry waits, purge ages) is at
+ * most JS_MAX_SPAN_DAYS long, so that now + span is always a valid
+ * timestamp and its microseconds fit an int64 with room to spare.  An
+ * infinite interval (PostgreSQL 17) is longer than that too.
+ */
+void
+JsCheckSpanBound(const char *what, const Interval *span)
+{
+	if (int128_compare(JsIntervalTotal(span),
+					   int64_to_int128(JS_MAX_SPAN_DAYS * USECS_PER_DAY)) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be at most %s", what, JS_MAX_SPAN_TEXT),
+				 errdetail("The value given is %s.",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(span)))),
+				 errhint("Months count as 30 days and years as 360, as interval comparison counts them.")));
 }
 
 /* attribute number of a column of one of our tables; it must be there */

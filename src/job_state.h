@@ -41,6 +41,19 @@ extern int	js_notify_interval;
 extern bool js_restore;
 extern int	js_sweep_interval;
 extern char *js_database;
+extern bool js_check_statement_names;
+
+/* spi.c: a trigger's statements, as the owner of the table it fires on */
+typedef struct JsSavedUser
+{
+	Oid			userid;
+	int			sec_context;
+} JsSavedUser;
+extern void JsTriggerSpiConnect(Relation rel, JsSavedUser *saved);
+extern void JsTriggerSpiFinish(JsSavedUser *saved);
+
+/* namecheck.c: every prepared statement names pg_catalog or job_state only */
+extern void JsCheckStatementNames(SPIPlanPtr plan, const char *sql);
 
 /*
  * Job statuses, in the order of the job_state.status enum.
@@ -465,7 +478,7 @@ extern void JsInitMaterialized(FunctionCallInfo fcinfo);
 /*
  * Lease expiry as CTEs: "expiring" (the running jobs whose lease ran out,
  * locked SKIP LOCKED) and "expired" (the update, one row per job moved).
- * queue_cond restricts the jobs ("j.queue = $1 AND" or ""); now_param is
+ * queue_cond restricts the jobs ("j.queue OPERATOR(pg_catalog.=) $1 AND" or ""); now_param is
  * the parameter holding the database clock (GetCurrentTimestamp()): a
  * parameter, unlike clock_timestamp(), can bound the index scan on
  * lease_expires_at.  The UPDATE finds the jobs by id (an index lookup,
@@ -476,12 +489,12 @@ extern void JsInitMaterialized(FunctionCallInfo fcinfo);
  */
 #define JS_SQL_EXPIRY_BATCH 1000
 #define JS_SQL_RETRY_ON_EXPIRY \
-	" NOT j.cancel_requested AND q.on_lease_expiry = 'retry'" \
+	" NOT j.cancel_requested AND q.on_lease_expiry OPERATOR(pg_catalog.=) 'retry'" \
 	" AND j.retries OPERATOR(pg_catalog.<) q.max_retries"
 #define JS_SQL_EXPIRY_CTES(queue_cond, now_param) \
 	"expiring AS (" \
 	"  SELECT j.queue, j.id, j.generation FROM job_state.job j" \
-	"  WHERE " queue_cond " j.status = 'running'" \
+	"  WHERE " queue_cond " j.status OPERATOR(pg_catalog.=) 'running'" \
 	"   AND j.lease_expires_at OPERATOR(pg_catalog.<=) " now_param \
 	"  ORDER BY j.lease_expires_at LIMIT " CppAsString2(JS_SQL_EXPIRY_BATCH) \
 	"  FOR NO KEY UPDATE OF j SKIP LOCKED)," \
@@ -501,10 +514,10 @@ extern void JsInitMaterialized(FunctionCallInfo fcinfo);
 	"    THEN j.retries OPERATOR(pg_catalog.+) 1 ELSE j.retries END" \
 	"  FROM job_state.queue q" \
 	"  WHERE " queue_cond " j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT x.id FROM expiring x))" \
-	"   AND j.generation = (SELECT x.generation FROM expiring x WHERE x.id = j.id)" \
-	"   AND j.status = 'running'" \
+	"   AND j.generation OPERATOR(pg_catalog.=) (SELECT x.generation FROM expiring x WHERE x.id OPERATOR(pg_catalog.=) j.id)" \
+	"   AND j.status OPERATOR(pg_catalog.=) 'running'" \
 	"   AND j.lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()" \
-	"   AND q.name = j.queue" \
+	"   AND q.name OPERATOR(pg_catalog.=) j.queue" \
 	"  RETURNING j.id)"
 
 /* small argument helpers */
@@ -513,5 +526,11 @@ extern void JsCheckKey(const char *what, const char *key);
 extern void JsRefuseNull(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern int	JsColumnNumber(Relation rel, const char *name);
 extern bool JsIntervalPositive(const Interval *span);
+extern bool JsIntervalNegative(const Interval *span);
+
+/* the longest span job_state adds to a timestamp: 10 years of 360 days */
+#define JS_MAX_SPAN_DAYS INT64CONST(3600)
+#define JS_MAX_SPAN_TEXT "10 years"
+extern void JsCheckSpanBound(const char *what, const Interval *span);
 
 #endif							/* JOB_STATE_H */

@@ -27,7 +27,7 @@
 PG_FUNCTION_INFO_V1(js_sweep);
 
 static JsPlan expire_queue_plan = {
-	"WITH " JS_SQL_EXPIRY_CTES("j.queue = $1 AND", "$2")
+	"WITH " JS_SQL_EXPIRY_CTES("j.queue OPERATOR(pg_catalog.=) $1 AND", "$2")
 	" SELECT pg_catalog.count(*)::pg_catalog.int4 FROM expired",
 	2, {TEXTOID, TIMESTAMPTZOID}
 };

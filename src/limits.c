@@ -123,7 +123,8 @@ static JsPlan adopt_plan = {
 	"    AND n OPERATOR(pg_catalog.>=) 1 AND n OPERATOR(pg_catalog.<=) $2 AND job_id IS NULL),"
 	" took AS ("
 	"  UPDATE job_state.slot s SET job_id = jobs.id, queue = $1"
-	"   FROM jobs JOIN free USING (key, r)"
+	"   FROM jobs JOIN free ON free.key OPERATOR(pg_catalog.=) jobs.key"
+	"    AND free.r OPERATOR(pg_catalog.=) jobs.r"
 	"   WHERE s.kind OPERATOR(pg_catalog.=) $3 AND s.scope OPERATOR(pg_catalog.=) $1"
 	"    AND s.key OPERATOR(pg_catalog.=) free.key AND s.n OPERATOR(pg_catalog.=) free.n"
 	"    AND s.job_id IS NULL"
@@ -137,20 +138,20 @@ static JsPlan adopt_plan = {
 };
 
 static JsPlan resource_exists_plan = {
-	"SELECT 1 FROM job_state.resource WHERE name = $1",
+	"SELECT 1 FROM job_state.resource WHERE name OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
 
 /* claim takes the slot path in queues with jobs that name a resource */
 static JsPlan uses_resources_plan = {
 	"UPDATE job_state.queue SET uses_resources = true"
-	" WHERE name = $1 AND NOT uses_resources",
+	" WHERE name OPERATOR(pg_catalog.=) $1 AND NOT uses_resources",
 	1, {TEXTOID}
 };
 
 static JsPlan per_key_limit_plan = {
 	"SELECT per_key_limit FROM job_state.queue"
-	" WHERE name = $1 AND per_key_limit IS NOT NULL",
+	" WHERE name OPERATOR(pg_catalog.=) $1 AND per_key_limit IS NOT NULL",
 	1, {TEXTOID}
 };
 
@@ -227,7 +228,7 @@ static JsPlan adopt_resource_plan = {
 	"    AND n OPERATOR(pg_catalog.<=) $2 AND job_id IS NULL),"
 	" took AS ("
 	"  UPDATE job_state.slot s SET job_id = jobs.id, queue = jobs.queue"
-	"   FROM jobs JOIN free USING (r)"
+	"   FROM jobs JOIN free ON free.r OPERATOR(pg_catalog.=) jobs.r"
 	"   WHERE s.kind OPERATOR(pg_catalog.=) 'resource' AND s.scope OPERATOR(pg_catalog.=) $1"
 	"    AND s.key OPERATOR(pg_catalog.=) '' AND s.n OPERATOR(pg_catalog.=) free.n"
 	"    AND s.job_id IS NULL"

@@ -35,7 +35,7 @@ PG_FUNCTION_INFO_V1(js_operation_trigger);
 
 static JsPlan fence_plan = {
 	"SELECT 1 FROM job_state.job"
-	" WHERE queue = $1 AND id = $2 AND generation = $3"
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3"
 	"  AND status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
 	" FOR SHARE",
 	3, {TEXTOID, INT8OID, INT4OID}
@@ -51,20 +51,20 @@ static JsPlan begin_plan = {
 /* an operation met again */
 static JsPlan again_plan = {
 	"SELECT state, result FROM job_state.operation"
-	" WHERE queue = $1 AND job_id = $2 AND op_id = $4",
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4",
 	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
 };
 
 static JsPlan finish_plan = {
 	"UPDATE job_state.operation SET state = 'done', result = $5,"
 	"  generation = $3, finished_at = pg_catalog.clock_timestamp()"
-	" WHERE queue = $1 AND job_id = $2 AND op_id = $4 AND state = 'started'",
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4 AND state OPERATOR(pg_catalog.=) 'started'",
 	5, {TEXTOID, INT8OID, INT4OID, TEXTOID, JSONBOID}
 };
 
 static JsPlan op_state_plan = {
 	"SELECT state FROM job_state.operation"
-	" WHERE queue = $1 AND job_id = $2 AND op_id = $4",
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4",
 	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
 };
 

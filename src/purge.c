@@ -28,11 +28,11 @@ static JsPlan purge_plan = {
 	"   AND finished_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
 	"  RETURNING queue, id),"
 	" e AS (DELETE FROM job_state.job_event v USING d"
-	"  WHERE v.queue = d.queue AND v.job_id = d.id),"
+	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id),"
 	" s AS (DELETE FROM job_state.spend v USING d"
-	"  WHERE v.queue = d.queue AND v.job_id = d.id),"
+	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id),"
 	" o AS (DELETE FROM job_state.operation v USING d"
-	"  WHERE v.queue = d.queue AND v.job_id = d.id)"
+	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)"
 	" SELECT pg_catalog.count(*) FROM d",
 	1, {INTERVALOID}
 };
@@ -46,11 +46,11 @@ js_purge(PG_FUNCTION_ARGS)
 
 	JsRefuseNull(fcinfo, 0, "older_than");
 	older_than = PG_GETARG_INTERVAL_P(0);
-	if (!JsIntervalPositive(older_than) &&
-		(older_than->time != 0 || older_than->day != 0 || older_than->month != 0))
+	if (JsIntervalNegative(older_than))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("older_than must not be negative")));
+	JsCheckSpanBound("older_than", older_than);
 
 	SPI_connect();
 	arg = PG_GETARG_DATUM(0);

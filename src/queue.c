@@ -156,6 +156,11 @@ static const char *const js_queue_args[JS_QUEUE_NARGS] = {
 	"concurrency_limit", "per_key_limit"
 };
 
+/* the options that are spans added to timestamps (JsCheckSpanBound) */
+static const int js_queue_span_args[] = {
+	ARG_LEASE, ARG_MAX_LEASE, ARG_RETRY_INTERVAL, ARG_MAX_DELAY
+};
+
 static JsPlan create_plan = {
 	"INSERT INTO job_state.queue (name, lease, max_lease, retry_interval,"
 	"  backoff_rate, max_retries, max_delay, jitter, max_attempts,"
@@ -180,14 +185,14 @@ static JsPlan alter_plan = {
 	"  on_lease_expiry = COALESCE($10, on_lease_expiry),"
 	"  concurrency_limit = COALESCE($11, concurrency_limit),"
 	"  per_key_limit = COALESCE($12, per_key_limit)"
-	" WHERE name = $1",
+	" WHERE name OPERATOR(pg_catalog.=) $1",
 	JS_QUEUE_NARGS,
 	{TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, FLOAT8OID, INT4OID,
 	INTERVALOID, TEXTOID, INT4OID, TEXTOID, INT4OID, INT4OID}
 };
 
 static JsPlan pause_plan = {
-	"UPDATE job_state.queue SET paused = $2 WHERE name = $1",
+	"UPDATE job_state.queue SET paused = $2 WHERE name OPERATOR(pg_catalog.=) $1",
 	2, {TEXTOID, BOOLOID}
 };
 
@@ -215,13 +220,6 @@ JsBadOption(const char *option, const char *rule)
 			 errmsg("queue option %s %s", option, rule)));
 }
 
-static bool
-JsIntervalNegative(const Interval *span)
-{
-	return !JsIntervalPositive(span) &&
-		(span->time != 0 || span->day != 0 || span->month != 0);
-}
-
 /*
  * Check the options given; a NULL is refused for create_queue options that
  * have no "unset" meaning, and means "keep" for alter_queue.
@@ -245,6 +243,11 @@ JsCheckQueueOptions(FunctionCallInfo fcinfo, bool creating)
 		JsBadOption("max_lease", "must be positive");
 	if (!PG_ARGISNULL(ARG_RETRY_INTERVAL) && JsIntervalNegative(PG_GETARG_INTERVAL_P(ARG_RETRY_INTERVAL)))
 		JsBadOption("retry_interval", "must not be negative");
+	for (i = 0; i < lengthof(js_queue_span_args); i++)
+		if (!PG_ARGISNULL(js_queue_span_args[i]))
+			JsCheckSpanBound(psprintf("queue option %s",
+									  js_queue_args[js_queue_span_args[i]]),
+							 PG_GETARG_INTERVAL_P(js_queue_span_args[i]));
 	if (!PG_ARGISNULL(ARG_BACKOFF_RATE))
 	{
 		float8		rate = PG_GETARG_FLOAT8(ARG_BACKOFF_RATE);

@@ -118,6 +118,7 @@ JsQueueLimit(HeapTuple tuple, TupleDesc desc, int attnum)
 static void
 JsQueueSlotsFollowLimits(TriggerData *trigdata)
 {
+	JsSavedUser saved_user;
 	Relation	rel = trigdata->tg_relation;
 	TupleDesc	desc = RelationGetDescr(rel);
 	bool		insert = TRIGGER_FIRED_BY_INSERT(trigdata->tg_event);
@@ -134,17 +135,18 @@ JsQueueSlotsFollowLimits(TriggerData *trigdata)
 		return;
 	name = TextDatumGetCString(heap_getattr(new, JsColumnNumber(rel, "name"),
 											desc, &isnull));
-	SPI_connect();
+	JsTriggerSpiConnect(rel, &saved_user);
 	if (limit > (old ? JsQueueLimit(old, desc, limit_att) : 0))
 		JsQueueLimitSlots(name, false, limit);
 	if (key_limit > (old ? JsQueueLimit(old, desc, key_limit_att) : 0))
 		JsQueueLimitSlots(name, true, key_limit);
-	SPI_finish();
+	JsTriggerSpiFinish(&saved_user);
 }
 
 Datum
 js_queue_trigger(PG_FUNCTION_ARGS)
 {
+	JsSavedUser saved_user;
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TriggerEvent event;
 	Relation	rel;
@@ -164,10 +166,10 @@ js_queue_trigger(PG_FUNCTION_ARGS)
 	{
 		if (js_restore)
 			return PointerGetDatum(NULL);
-		SPI_connect();
+		JsTriggerSpiConnect(rel, &saved_user);
 		if (JsQueueHasJob((Datum) 0))
 			JsRefuseQueueWithJobs(NULL);
-		SPI_finish();
+		JsTriggerSpiFinish(&saved_user);
 		return PointerGetDatum(NULL);
 	}
 
@@ -225,10 +227,10 @@ js_queue_trigger(PG_FUNCTION_ARGS)
 	if (js_restore)
 		return PointerGetDatum(old);
 
-	SPI_connect();
+	JsTriggerSpiConnect(rel, &saved_user);
 	if (JsQueueHasJob(name))
 		JsRefuseQueueWithJobs(TextDatumGetCString(name));
 	JsExecute(&drop_slots_plan, &name, NULL, false, 0);
-	SPI_finish();
+	JsTriggerSpiFinish(&saved_user);
 	return PointerGetDatum(old);
 }

@@ -75,7 +75,7 @@ static JsPlan alter_resource_plan = {
 	"UPDATE job_state.resource"
 	" SET concurrency_limit = COALESCE($2, concurrency_limit),"
 	"  max_starts_per_second = COALESCE($3, max_starts_per_second)"
-	" WHERE name = $1",
+	" WHERE name OPERATOR(pg_catalog.=) $1",
 	3, {TEXTOID, INT4OID, FLOAT8OID}
 };
 
@@ -239,6 +239,7 @@ JsResourceRowLimits(HeapTuple tuple, Relation rel, int32 *limit, double *rate)
 Datum
 js_resource_trigger(PG_FUNCTION_ARGS)
 {
+	JsSavedUser saved_user;
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TriggerEvent event;
 	Relation	rel;
@@ -258,11 +259,11 @@ js_resource_trigger(PG_FUNCTION_ARGS)
 
 		if (js_restore)
 			return PointerGetDatum(NULL);
-		SPI_connect();
+		JsTriggerSpiConnect(rel, &saved_user);
 		JsRefuseResourceInUse((Datum) 0);
 		JsExecute(&drop_slots_plan, &none, null, false, 0);
 		JsExecute(&drop_buckets_plan, &none, null, false, 0);
-		SPI_finish();
+		JsTriggerSpiFinish(&saved_user);
 		return PointerGetDatum(NULL);
 	}
 
@@ -294,12 +295,12 @@ js_resource_trigger(PG_FUNCTION_ARGS)
 		}
 		if (js_restore || (limit <= old_limit && rate == old_rate))
 			return PointerGetDatum(NULL);
-		SPI_connect();
+		JsTriggerSpiConnect(rel, &saved_user);
 		if (limit > old_limit)
 			JsResourceLimitSlots(TextDatumGetCString(name), !insert, limit);
 		if (rate != old_rate)
 			JsMakeBuckets(TextDatumGetCString(name), rate);
-		SPI_finish();
+		JsTriggerSpiFinish(&saved_user);
 		return PointerGetDatum(NULL);
 	}
 
@@ -325,11 +326,11 @@ js_resource_trigger(PG_FUNCTION_ARGS)
 		elog(ERROR, "job_state_resource: must be fired before UPDATE or DELETE");
 	if (js_restore)
 		return PointerGetDatum(old);
-	SPI_connect();
+	JsTriggerSpiConnect(rel, &saved_user);
 	JsRefuseResourceInUse(name);
 	JsExecute(&drop_slots_plan, &name, NULL, false, 0);
 	JsExecute(&drop_buckets_plan, &name, NULL, false, 0);
-	SPI_finish();
+	JsTriggerSpiFinish(&saved_user);
 	return PointerGetDatum(old);
 }
 

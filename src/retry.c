@@ -75,6 +75,14 @@ JsRetryDelay(const Interval *retry_interval, double backoff_rate,
 	wait = JsIntervalUsecs(retry_interval) * pow(backoff_rate, (double) (retry - 1));
 	if (isnan(wait) || wait > cap)
 		wait = cap;
+
+	/*
+	 * Options set by raw SQL may exceed the bounds create_queue checks: no
+	 * wait is longer than JS_MAX_SPAN_DAYS, so the cast below and now +
+	 * wait never overflow, whatever one queue's policy says.
+	 */
+	if (isnan(wait) || wait > (double) (JS_MAX_SPAN_DAYS * USECS_PER_DAY))
+		wait = (double) (JS_MAX_SPAN_DAYS * USECS_PER_DAY);
 	if (wait < 0)
 		wait = 0;
 	if (full_jitter)

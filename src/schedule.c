@@ -43,7 +43,7 @@ PG_FUNCTION_INFO_V1(js_unschedule);
 #define JS_SCHEDULE_NAME_MAX_BYTES (255 - JS_TICK_SUFFIX_LEN)
 
 static JsPlan queue_exists_plan = {
-	"SELECT 1 FROM job_state.queue WHERE name = $1",
+	"SELECT 1 FROM job_state.queue WHERE name OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
 
@@ -55,7 +55,7 @@ static JsPlan insert_plan = {
 };
 
 static JsPlan delete_plan = {
-	"DELETE FROM job_state.schedule WHERE name = $1",
+	"DELETE FROM job_state.schedule WHERE name OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
 
@@ -84,7 +84,7 @@ static JsPlan submit_plan = {
 };
 
 static JsPlan advance_plan = {
-	"UPDATE job_state.schedule SET last_tick = $2 WHERE name = $1",
+	"UPDATE job_state.schedule SET last_tick = $2 WHERE name OPERATOR(pg_catalog.=) $1",
 	2, {TEXTOID, TIMESTAMPTZOID}
 };
 

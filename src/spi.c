@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/snapmgr.h"
@@ -39,6 +40,7 @@ JsPreparePlan(JsPlan *plan)
 	if (prepared == NULL)
 		elog(ERROR, "job_state: SPI_prepare failed: %s",
 			 SPI_result_code_string(SPI_result));
+	JsCheckStatementNames(prepared, plan->sql);
 	if (SPI_keepplan(prepared) != 0)
 		elog(ERROR, "job_state: SPI_keepplan failed");
 	plan->plan = prepared;
@@ -148,4 +150,30 @@ JsGetText(int row, int col)
 {
 	Assert(row >= 0 && (uint64) row < SPI_processed);
 	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+}
+
+/*
+ * Triggers run under the role of whoever wrote the row, a role that may
+ * hold no privilege on the tables the trigger's statements read and write
+ * (an operator allowed to UPDATE job_state.job, nothing else).  As the
+ * foreign-key triggers do, the statements run as the owner of the table
+ * the trigger fires on, which owns all of job_state; JsTriggerSpiFinish
+ * switches back, and an error on the way switches back with the
+ * (sub)transaction's abort.
+ */
+void
+JsTriggerSpiConnect(Relation rel, JsSavedUser *saved)
+{
+	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
+	SetUserIdAndSecContext(rel->rd_rel->relowner,
+						   saved->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "job_state: SPI_connect failed");
+}
+
+void
+JsTriggerSpiFinish(JsSavedUser *saved)
+{
+	SPI_finish();
+	SetUserIdAndSecContext(saved->userid, saved->sec_context);
 }

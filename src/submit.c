@@ -64,7 +64,7 @@ JsInputHash(Jsonb *input)
 
 static JsPlan existing_plan = {
 	"SELECT id, status, input_hash FROM job_state.job"
-	" WHERE queue = $1 AND idempotency_key = $2",
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND idempotency_key OPERATOR(pg_catalog.=) $2",
 	2, {TEXTOID, TEXTOID}
 };
 

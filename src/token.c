@@ -68,7 +68,7 @@ static JsPlan secret_plan = {
 };
 
 static JsPlan queue_name_plan = {
-	"SELECT name FROM job_state.queue WHERE id = $1",
+	"SELECT name FROM job_state.queue WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {INT4OID}
 };
 

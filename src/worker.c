@@ -40,7 +40,8 @@
 #include "job_state.h"
 
 static JsPlan installed_plan = {
-	"SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'job_state'",
+	"SELECT 1 FROM pg_catalog.pg_extension"
+	" WHERE extname OPERATOR(pg_catalog.=) 'job_state'",
 	0, {0}
 };
 
@@ -68,6 +69,15 @@ JsRegisterWorker(const char *name, const char *function, int restart_secs)
  * The start of a worker's main function: signal handlers, the connection
  * to job_state.database (FATAL if it does not exist: the postmaster tries
  * again after restart_secs), application_name = name.
+ *
+ * The worker runs as the bootstrap superuser, so nothing the database's
+ * owner controls may reach its statements: the connection applies the
+ * database's settings (ALTER DATABASE ... SET search_path), and a schema
+ * of the owner's ahead of pg_catalog could otherwise supply an operator or
+ * function that runs as superuser.  search_path is pinned to pg_catalog
+ * (and pg_temp, never searched for operators or functions) at the highest
+ * priority, so no later SET can change it either; every statement names
+ * its schema for tables, functions and operators besides.
  */
 void
 JsWorkerConnect(const char *name)
@@ -77,6 +87,7 @@ JsWorkerConnect(const char *name)
 	BackgroundWorkerUnblockSignals();
 
 	BackgroundWorkerInitializeConnection(js_database, NULL, 0);
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("application_name", name, PGC_USERSET, PGC_S_SESSION);
 }
 
