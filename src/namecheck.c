@@ -311,7 +311,7 @@ JsCheckStatementNames(SPIPlanPtr plan, const char *sql)
 
 	if (!js_check_statement_names)
 		return;
-	check.own_namespace = get_namespace_oid("job_state", false);
+	check.own_namespace = get_namespace_oid("job_state", true);
 	check.sql = sql;
 	check.cte_names = NIL;
 	foreach(lc, SPI_plan_get_plan_sources(plan))
