@@ -10,3 +10,21 @@
  * install and an upgraded one are the same schema by construction; the
  * upgrade test checks it with data in place.
  */
+
+/*
+ * create_resource: concurrency_limit gets a default (NULL, no limit), so
+ * that a resource with only a start rate can be created by name,
+ * create_resource('api', max_starts_per_second => 5).  Names, types and
+ * the other default stay as 0.1.0 had them; the C function already takes
+ * a NULL limit (and refuses two NULLs).
+ */
+CREATE OR REPLACE FUNCTION job_state.create_resource(
+	name pg_catalog.text,
+	concurrency_limit pg_catalog.int4 DEFAULT NULL,
+	max_starts_per_second pg_catalog.float8 DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_create_resource'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.create_resource(pg_catalog.text, pg_catalog.int4, pg_catalog.float8) IS
+	'a limit shared by all queues whose jobs name it: at most concurrency_limit running (NULL: no limit), at most max_starts_per_second starts (NULL: no rate); at least one of the two';

@@ -167,3 +167,19 @@ RESET job_state.restore;
 -- no job names a resource now: TRUNCATE goes, and takes the slots along
 TRUNCATE job_state.resource;
 SELECT count(*) AS resource_slots FROM job_state.slot WHERE kind = 'resource';
+
+-- concurrency_limit defaults to NULL (no limit): a rate alone by name
+SELECT job_state.create_resource('rate_only', max_starts_per_second => 5);
+SELECT concurrency_limit IS NULL AS no_limit, max_starts_per_second
+  FROM job_state.resource WHERE name = 'rate_only';
+SELECT count(*) AS no_slots FROM job_state.slot WHERE kind = 'resource' AND scope = 'rate_only';
+-- the positional forms are as they were
+SELECT job_state.create_resource('limit_only', 3);
+SELECT concurrency_limit, max_starts_per_second IS NULL AS no_rate
+  FROM job_state.resource WHERE name = 'limit_only';
+-- neither limit: refused
+SELECT job_state.create_resource('no_limits');
+\set VERBOSITY default
+SELECT job_state.create_resource('no_limits');
+\set VERBOSITY sqlstate
+SELECT count(*) AS not_created FROM job_state.resource WHERE name = 'no_limits';
