@@ -61,16 +61,6 @@ static JsPlan newer_plan = {
 	3, {TEXTOID, INT8OID, INT4OID}
 };
 
-/* a text column of row 0, or NULL */
-static char *
-JsGetTextOrNull(int col)
-{
-	bool		isnull;
-
-	(void) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
-	return isnull ? NULL : JsGetText(0, col);
-}
-
 /*
  * Count one stale-token refusal for a queue.  A missing sequence (a queue
  * inserted by raw SQL) is skipped.
@@ -119,11 +109,11 @@ JsRefuseNewerGeneration(const char *queue, const JsClaimToken *token,
 				 errhint("Drop the work and write nothing: this %s was not applied.",
 						 action)));
 
-	from = JsGetTextOrNull(1);
+	from = JsGetText(0, 1);
 	to = JsGetText(0, 2);
 	newer = JsGetInt32(0, 3, NULL);
-	reason = JsGetTextOrNull(4);
-	worker = JsGetTextOrNull(5);
+	reason = JsGetText(0, 4);
+	worker = JsGetText(0, 5);
 
 	if (from != NULL && strcmp(from, "accepted") == 0 && strcmp(to, "running") == 0)
 		ereport(ERROR,
@@ -194,7 +184,7 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 	status = JsGetText(0, 1);
 	generation = JsGetInt32(0, 2, NULL);
 	expired = JsGetBool(0, 3);
-	reason = JsGetTextOrNull(4);
+	reason = JsGetText(0, 4);
 
 	/*
 	 * The job, read again, is what the call acts on: its statement met the
