@@ -28,7 +28,8 @@ OBJS = \
 	src/purge.o \
 	src/operation.o \
 	src/limits.o \
-	src/slot.o
+	src/slot.o \
+	src/drop_guard.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 

@@ -26,6 +26,7 @@ bool		js_track_events = true;
 int			js_notify = JS_NOTIFY_ON;
 int			js_notify_interval = 10;
 bool		js_restore = false;
+bool		js_drop_live_jobs = false;
 int			js_sweep_interval = 1000;
 char	   *js_database = NULL;
 
@@ -70,6 +71,15 @@ _PG_init(void)
 							 "Lets a restore write job rows as they were dumped.",
 							 "Only for pg_restore or psql replaying a dump; the state machine is not checked while it is on.",
 							 &js_restore,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("job_state.drop_live_jobs",
+							 "Lets DROP EXTENSION job_state delete jobs that are not finished.",
+							 "Off: the drop is refused while accepted, running or unknown jobs exist (drop_guard.c).  Set it only in the session that drops the extension on purpose.",
+							 &js_drop_live_jobs,
 							 false,
 							 PGC_SUSET,
 							 0,

@@ -38,6 +38,7 @@ extern bool js_track_events;
 extern int	js_notify;
 extern int	js_notify_interval;
 extern bool js_restore;
+extern bool js_drop_live_jobs;
 extern int	js_sweep_interval;
 extern char *js_database;
 

@@ -3,7 +3,9 @@
 -- again by a newer worker, redriven or reconciled by an operator, lease
 -- expired; the SQLSTATE is JS001 in every case
 SET client_min_messages = warning;
+SET job_state.drop_live_jobs = on;
 DROP EXTENSION job_state CASCADE;
+RESET job_state.drop_live_jobs;
 RESET client_min_messages;
 CREATE EXTENSION job_state;
 \set VERBOSITY default
