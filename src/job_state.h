@@ -426,6 +426,7 @@ typedef enum JsNotifyMode
 extern void JsRegisterWorker(const char *name, const char *function, int restart_secs);
 extern void JsWorkerConnect(const char *name);
 extern bool JsExtensionInstalled(void);
+extern bool JsWorkerExtensionInstalled(const char *name);
 extern bool JsWorkerRound(MemoryContext round_context, const char *activity,
 						  void (*work) (void *arg), void *arg);
 
