@@ -24,6 +24,11 @@
  * to protect and the drop goes on.  The statuses that count as finished
  * are those purge() deletes: succeeded, failed, cancelled.
  *
+ * Only a command its user may run gets checked: DROP EXTENSION by the
+ * extension's owner (or a superuser), DROP OWNED by a user with the
+ * privileges of the owner.  Anyone else's command fails on its own, and
+ * the trigger does not lock the job table for them.
+ *
  * Locks: when the command would drop the extension and the setting is off,
  * AccessExclusiveLock on job_state.job before counting -- the lock the drop
  * takes anyway, taken earlier -- so that no submit can commit a job between
@@ -41,7 +46,9 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
 #include "commands/event_trigger.h"
+#include "commands/extension.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -55,6 +62,15 @@
 PG_FUNCTION_INFO_V1(js_drop_guard);
 
 #define JS_EXTENSION_NAME "job_state"
+
+/* PostgreSQL 16 folded the per-catalog owner checks into one */
+#if PG_VERSION_NUM >= 160000
+#define JsExtensionOwnercheck(extoid, roleid) \
+	object_ownercheck(ExtensionRelationId, (extoid), (roleid))
+#else
+#define JsExtensionOwnercheck(extoid, roleid) \
+	pg_extension_ownercheck((extoid), (roleid))
+#endif
 
 static JsPlan owner_plan = {
 	"SELECT extowner FROM pg_catalog.pg_extension"
@@ -118,7 +134,10 @@ JsDropsOwner(DropOwnedStmt *stmt)
 		else
 			roleid = get_rolespec_oid(role, true);
 		if (roleid == owner)
-			return true;
+		{
+			/* DROP OWNED refuses roles whose privileges the user lacks */
+			return has_privs_of_role(GetOuterUserId(), owner);
+		}
 	}
 	return false;
 }
@@ -129,6 +148,7 @@ js_drop_guard(PG_FUNCTION_ARGS)
 	EventTriggerData *trigdata;
 	Node	   *parsetree;
 	bool		drops;
+	Oid			extoid;
 	Oid			nsp;
 	Oid			jobrelid;
 	int			nstatus;
@@ -157,6 +177,17 @@ js_drop_guard(PG_FUNCTION_ARGS)
 	nsp = get_namespace_oid(JS_EXTENSION_NAME, true);
 	jobrelid = OidIsValid(nsp) ? get_relname_relid("job", nsp) : InvalidOid;
 	if (!OidIsValid(jobrelid))
+		PG_RETURN_VOID();
+
+	/*
+	 * Only a role that may drop the extension gets this far: for anyone
+	 * else the command fails on its own, and the trigger (running as the
+	 * extension's owner) must not lock the job table on their behalf.
+	 */
+	extoid = get_extension_oid(JS_EXTENSION_NAME, true);
+	if (!OidIsValid(extoid) ||
+		(IsA(parsetree, DropStmt) &&
+		 !JsExtensionOwnercheck(extoid, GetOuterUserId())))
 		PG_RETURN_VOID();
 
 	SPI_connect();

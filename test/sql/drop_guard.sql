@@ -64,6 +64,12 @@ CREATE ROLE regress_dg_user;
 SET ROLE regress_dg_user;
 SET job_state.drop_live_jobs = on;
 \echo :LAST_ERROR_SQLSTATE
+-- a role that may not drop the extension gets the permission error, not
+-- the guard's (which would lock the job table on its behalf)
+DROP EXTENSION job_state;
+\echo :LAST_ERROR_SQLSTATE
+DROP OWNED BY CURRENT_USER, SESSION_USER;
+\echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 DROP ROLE regress_dg_user;
 
