@@ -29,7 +29,8 @@ OBJS = \
 	src/operation.o \
 	src/limits.o \
 	src/slot.o \
-	src/namecheck.o
+	src/namecheck.o \
+	src/drop_guard.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 

@@ -10,3 +10,45 @@
  * install and an upgraded one are the same schema by construction; the
  * upgrade test checks it with data in place.
  */
+
+/*
+ * create_resource: concurrency_limit gets a default (NULL, no limit), so
+ * that a resource with only a start rate can be created by name,
+ * create_resource('api', max_starts_per_second => 5).  Names, types and
+ * the other default stay as 0.1.0 had them; the C function already takes
+ * a NULL limit (and refuses two NULLs).
+ */
+CREATE OR REPLACE FUNCTION job_state.create_resource(
+	name pg_catalog.text,
+	concurrency_limit pg_catalog.int4 DEFAULT NULL,
+	max_starts_per_second pg_catalog.float8 DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_create_resource'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.create_resource(pg_catalog.text, pg_catalog.int4, pg_catalog.float8) IS
+	'a limit shared by all queues whose jobs name it: at most concurrency_limit running (NULL: no limit), at most max_starts_per_second starts (NULL: no rate); at least one of the two';
+
+/*
+ * The drop guard: DROP EXTENSION job_state (or DROP OWNED BY its owner)
+ * is refused while jobs that are not finished exist, unless
+ * job_state.drop_live_jobs is on in the dropping session (drop_guard.c).
+ * An event trigger, so it works without shared_preload_libraries; a member
+ * of the extension, so it goes with it; SECURITY DEFINER, so that it can
+ * count the jobs whoever drops.
+ */
+CREATE FUNCTION job_state.drop_guard()
+	RETURNS event_trigger
+	AS 'MODULE_PATHNAME', 'js_drop_guard'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.drop_guard() IS
+	'event trigger: refuses DROP EXTENSION job_state while accepted, running or unknown jobs exist, unless job_state.drop_live_jobs is on';
+REVOKE ALL ON FUNCTION job_state.drop_guard() FROM PUBLIC;
+
+CREATE EVENT TRIGGER job_state_drop_guard
+	ON ddl_command_start
+	WHEN TAG IN ('DROP EXTENSION', 'DROP OWNED')
+	EXECUTE FUNCTION job_state.drop_guard();
+COMMENT ON EVENT TRIGGER job_state_drop_guard IS
+	'refuses to drop the extension while jobs that are not finished exist (SET job_state.drop_live_jobs = on to drop them on purpose)';

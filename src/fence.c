@@ -6,10 +6,18 @@
  * Every statement that acts on a claim carries the token's generation and
  * the statuses it accepts in its own WHERE clause, so a stale worker never
  * overwrites a newer attempt.  When such a statement touches no row, this
- * file looks at the job once more to say why: it does not exist (JS008), a
- * newer claim owns it (JS001), or it has moved on to a state this call does
- * not act on (JS001).  A job that is still the token's running claim means
- * a BEFORE UPDATE trigger skipped the change (09000).
+ * file looks at the job once more to say why: it does not exist (JS008),
+ * or it moved on (JS001), and then what moved it, so that the worker knows
+ * what to do with its work:
+ *	- a newer generation: the job's history (job_event, read only here)
+ *	  tells a newer worker's claim from an operator's redrive or reconcile;
+ *	  without history (track_events off) only the generations are given;
+ *	- the token's generation: the lease expired (running or unknown), the
+ *	  worker itself reported the outcome unknown, the job succeeded, failed
+ *	  or was reconciled, was cancelled, or waits for a retry.
+ * A job that is still the token's running claim means a BEFORE UPDATE
+ * trigger skipped the change (09000).  Every JS001 has an errdetail with
+ * the generations and an errhint; none of this is read on the success path.
  *
  * Refusals are counted per queue in the sequence stale_refusals_<queue id>
  * (created by create_queue, owned by job_state.queue.id): nextval is not
@@ -28,9 +36,29 @@
 
 static JsPlan job_plan = {
 	"SELECT status::pg_catalog.text, generation,"
-	"  lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
-	"  FROM job_state.job WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
+	"  lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(),"
+	"  reason"
+	"  FROM job_state.job"
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
 	2, {TEXTOID, INT8OID}
+};
+
+/*
+ * The first change after the token's claim that made a newer generation:
+ * a claim (accepted -> running), a redrive (failed, unknown or cancelled
+ * -> accepted) or a reconcile to accepted (unknown -> accepted, reason
+ * reconciled).  Read only on the error path; job_event_job finds the
+ * job's rows.
+ */
+static JsPlan newer_plan = {
+	"SELECT from_status::pg_catalog.text, to_status::pg_catalog.text, generation,"
+	"  detail OPERATOR(pg_catalog.->>) 'reason',"
+	"  detail OPERATOR(pg_catalog.->>) 'worker'"
+	"  FROM job_state.job_event"
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2"
+	"  AND generation OPERATOR(pg_catalog.>) $3"
+	" ORDER BY seq LIMIT 1",
+	3, {TEXTOID, INT8OID, INT4OID}
 };
 
 /*
@@ -52,6 +80,89 @@ JsCountStaleRefusal(int32 queue_id)
 		(void) DirectFunctionCall1(nextval_oid, ObjectIdGetDatum(relid));
 }
 
+/*
+ * The job has a generation other than the token's: say what made it, from
+ * the job's history (JS001).  Without history (job_state.track_events off,
+ * or a job restored without it) only the generations are known.
+ */
+pg_noreturn static void
+JsRefuseNewerGeneration(const char *queue, const JsClaimToken *token,
+						const char *action, const char *status, int32 generation)
+{
+	Datum		values[3];
+	char	   *from;
+	char	   *to;
+	int32		newer;
+	char	   *reason;
+	char	   *worker;
+
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int64GetDatum(token->job_id);
+	values[2] = Int32GetDatum(token->generation);
+	if (JsExecute(&newer_plan, values, NULL, false, 1) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_STALE_CLAIM),
+				 errmsg("job %lld has moved on since this token's claim",
+						(long long) token->job_id),
+				 errdetail("Token generation is %d; current generation is %d (job is %s); job_state.job_event holds no record of the change.",
+						   token->generation, generation, status),
+				 errhint("Drop the work and write nothing: this %s was not applied.",
+						 action)));
+
+	from = JsGetText(0, 1);
+	to = JsGetText(0, 2);
+	newer = JsGetInt32(0, 3, NULL);
+	reason = JsGetText(0, 4);
+	worker = JsGetText(0, 5);
+
+	if (from != NULL && strcmp(from, "accepted") == 0 && strcmp(to, "running") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_STALE_CLAIM),
+				 errmsg("job %lld was claimed again by a newer worker",
+						(long long) token->job_id),
+				 worker != NULL ?
+				 errdetail("Token generation is %d; worker \"%s\" claimed generation %d; current generation is %d (job is %s).",
+						   token->generation, worker, newer, generation, status) :
+				 errdetail("Token generation is %d; generation %d was claimed; current generation is %d (job is %s).",
+						   token->generation, newer, generation, status),
+				 errhint("Stop working on this job and write nothing: a newer attempt owns it and this %s was not applied.",
+						 action)));
+
+	if (from != NULL && strcmp(from, "unknown") == 0 && strcmp(to, "accepted") == 0 &&
+		reason != NULL && strcmp(reason, "reconciled") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_STALE_CLAIM),
+				 errmsg("job %lld was reconciled by an operator to run again",
+						(long long) token->job_id),
+				 errdetail("Token generation is %d; the reconcile of the unknown job made generation %d; current generation is %d (job is %s).",
+						   token->generation, newer, generation, status),
+				 errhint("Drop the work and write nothing: this %s was not applied and the job runs again under a new claim.",
+						 action)));
+
+	if (from != NULL && strcmp(to, "accepted") == 0 &&
+		(strcmp(from, "failed") == 0 || strcmp(from, "unknown") == 0 ||
+		 strcmp(from, "cancelled") == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_STALE_CLAIM),
+				 errmsg("job %lld was redriven by an operator after this token's claim",
+						(long long) token->job_id),
+				 errdetail("Token generation is %d; the redrive of the %s job made generation %d; current generation is %d (job is %s).",
+						   token->generation, from, newer, generation, status),
+				 errhint("Drop the work and write nothing: this %s was not applied and the job runs again under a new claim.",
+						 action)));
+
+	/* another change that made a generation (raw SQL by an operator) */
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_STALE_CLAIM),
+			 errmsg("job %lld has moved on since this token's claim",
+					(long long) token->job_id),
+			 errdetail("Token generation is %d; a change from %s to %s made generation %d; current generation is %d (job is %s).",
+					   token->generation, from != NULL ? from : "nothing", to,
+					   newer, generation, status),
+			 errhint("Drop the work and write nothing: this %s was not applied.",
+					 action)));
+}
+
 void
 JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 {
@@ -59,6 +170,7 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 	char	   *status;
 	int32		generation;
 	bool		expired;
+	char	   *reason;
 
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = Int64GetDatum(token->job_id);
@@ -72,6 +184,7 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 	status = JsGetText(0, 1);
 	generation = JsGetInt32(0, 2, NULL);
 	expired = JsGetBool(0, 3);
+	reason = JsGetText(0, 4);
 
 	/*
 	 * The job, read again, is what the call acts on: its statement met the
@@ -84,20 +197,23 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 	JsCountStaleRefusal(token->queue_id);
 
 	if (generation != token->generation)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_STALE_CLAIM),
-				 errmsg("job %lld was claimed again by a newer worker",
-						(long long) token->job_id),
-				 errdetail("Token generation is %d; current generation is %d (job is %s).",
-						   token->generation, generation, status),
-				 errhint("Stop working on this job: a newer attempt owns it and this %s was not applied.",
-						 action)));
+		JsRefuseNewerGeneration(queue, token, action, status, generation);
 
 	if (strcmp(status, "running") == 0 && expired)
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_STALE_CLAIM),
 				 errmsg("lease of job %lld has expired", (long long) token->job_id),
 				 errdetail("Token generation %d is current, but the lease ran out before this %s.",
+						   generation, action),
+				 errhint("succeed and fail with this token are still accepted.")));
+
+	if (strcmp(status, "unknown") == 0 && reason != NULL &&
+		strcmp(reason, "outcome_unknown") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_STALE_CLAIM),
+				 errmsg("job %lld is unknown: its worker reported the outcome unknown",
+						(long long) token->job_id),
+				 errdetail("Token generation %d is current; fail with class unknown ended the attempt before this %s.",
 						   generation, action),
 				 errhint("succeed and fail with this token are still accepted.")));
 
@@ -108,6 +224,51 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 						(long long) token->job_id),
 				 errdetail("Token generation %d is current; the job is unknown.", generation),
 				 errhint("succeed and fail with this token are still accepted.")));
+
+	if (reason != NULL && strcmp(reason, "reconciled") == 0 &&
+		(strcmp(status, "succeeded") == 0 || strcmp(status, "failed") == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_STALE_CLAIM),
+				 errmsg("job %lld was reconciled as %s by an operator",
+						(long long) token->job_id, status),
+				 errdetail("Token generation %d is current; the operator resolved the job before this %s.",
+						   generation, action),
+				 errhint("Drop the work and write nothing: the job's outcome is recorded.")));
+
+	if (strcmp(status, "succeeded") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_STALE_CLAIM),
+				 errmsg("job %lld has already succeeded", (long long) token->job_id),
+				 errdetail("Token generation %d is current; the job succeeded before this %s.",
+						   generation, action),
+				 errhint("Drop the work and write nothing: the job's result is recorded.")));
+
+	if (strcmp(status, "failed") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_STALE_CLAIM),
+				 errmsg("job %lld has already failed", (long long) token->job_id),
+				 errdetail("Token generation %d is current; the job failed (reason \"%s\") before this %s.",
+						   generation, reason != NULL ? reason : "none", action),
+				 errhint("Drop the work and write nothing; an operator can run the job again with job_state.redrive(%lld).",
+						 (long long) token->job_id)));
+
+	if (strcmp(status, "cancelled") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_STALE_CLAIM),
+				 errmsg("job %lld was cancelled", (long long) token->job_id),
+				 errdetail("Token generation %d is current; the job was cancelled (reason \"%s\") before this %s.",
+						   generation, reason != NULL ? reason : "none", action),
+				 errhint("Stop working on the job and write nothing.")));
+
+	if (strcmp(status, "accepted") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_STALE_CLAIM),
+				 errmsg("job %lld is waiting for its next attempt", (long long) token->job_id),
+				 errdetail("Token generation %d is current, but its attempt ended (%s) and a retry is scheduled; this %s needs a running job.",
+						   generation,
+						   reason != NULL ? reason : "failed with a transient or throttled error",
+						   action),
+				 errhint("Drop the work and write nothing: the next claim runs the job again with a new token.")));
 
 	ereport(ERROR,
 			(errcode(ERRCODE_JS_STALE_CLAIM),

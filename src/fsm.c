@@ -47,6 +47,13 @@
 
 #include "job_state.h"
 
+/*
+ * The hint of a job row inserted as it could not have been submitted: a
+ * dump replayed without job_state.restore is the usual cause.
+ */
+#define JS_INSERT_HINT \
+	"Use job_state.submit() to add a job.  To replay a dump as it was, restore as a superuser with job_state.restore on in the restoring session: PGOPTIONS='-c job_state.restore=on' pg_restore ..., or SET job_state.restore = on before psql replays a plain dump."
+
 PG_FUNCTION_INFO_V1(js_job_fsm_trigger);
 PG_FUNCTION_INFO_V1(js_job_event_trigger);
 PG_FUNCTION_INFO_V1(js_job_truncate_trigger);
@@ -303,7 +310,7 @@ JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup
 						(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 						 errmsg("job %lld cannot be inserted holding a slot", (long long) job_id),
 						 errdetail("Column \"%s\" is set; a waiting job holds no slot.", column),
-						 errhint("Use job_state.submit(); claim records the slots a job takes.")));
+						 errhint(JS_INSERT_HINT)));
 		}
 		else if (!heap_attisnull(oldtup, attnum, tupdesc) &&
 				 !JsSameValue(oldtup, newtup, tupdesc, attnum))
@@ -427,7 +434,7 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 				 errmsg("job %lld cannot be inserted as %s", (long long) job_id,
 						js_status_names[status]),
 				 errdetail("Every job starts as accepted."),
-				 errhint("Use job_state.submit().")));
+				 errhint(JS_INSERT_HINT)));
 
 	for (col = 0; col < 4; col++)
 	{
@@ -440,7 +447,7 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 					 errmsg("job %lld must be inserted with %s 0", (long long) job_id,
 							NameStr(TupleDescAttr(tupdesc, attnum - 1)->attname)),
-					 errhint("Use job_state.submit().")));
+					 errhint(JS_INSERT_HINT)));
 	}
 
 	JsCheckValues(cols, tupdesc, tuple, NULL);

@@ -28,6 +28,7 @@ bool		js_track_events = true;
 int			js_notify = JS_NOTIFY_ON;
 int			js_notify_interval = 10;
 bool		js_restore = false;
+bool		js_drop_live_jobs = false;
 int			js_sweep_interval = 1000;
 char	   *js_database = NULL;
 
@@ -84,6 +85,15 @@ _PG_init(void)
 							 false,
 							 PGC_SUSET,
 							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("job_state.drop_live_jobs",
+							 "Lets DROP EXTENSION job_state delete jobs that are not finished.",
+							 "Off: the drop is refused while accepted, running or unknown jobs exist (drop_guard.c).  Set it only in the session that drops the extension on purpose.",
+							 &js_drop_live_jobs,
+							 false,
+							 PGC_SUSET,
+							 0,
 							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("job_state.sweep_interval",

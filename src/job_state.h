@@ -39,6 +39,7 @@ extern bool js_track_events;
 extern int	js_notify;
 extern int	js_notify_interval;
 extern bool js_restore;
+extern bool js_drop_live_jobs;
 extern int	js_sweep_interval;
 extern char *js_database;
 extern bool js_check_statement_names;
@@ -465,6 +466,7 @@ typedef enum JsNotifyMode
 extern void JsRegisterWorker(const char *name, const char *function, int restart_secs);
 extern void JsWorkerConnect(const char *name);
 extern bool JsExtensionInstalled(void);
+extern bool JsWorkerExtensionInstalled(const char *name);
 extern bool JsWorkerRound(MemoryContext round_context, const char *activity,
 						  void (*work) (void *arg), void *arg);
 

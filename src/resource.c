@@ -148,7 +148,9 @@ js_create_resource(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(1) && PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a resource needs concurrency_limit or max_starts_per_second")));
+				 errmsg("a resource needs concurrency_limit or max_starts_per_second"),
+				 errdetail("Both are NULL for resource \"%s\".", name),
+				 errhint("Give concurrency_limit (running jobs), max_starts_per_second (starts a second) or both.")));
 	JsResourceArgs(fcinfo, values, nulls);
 
 	/* the AFTER INSERT trigger creates the slots */

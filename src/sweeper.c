@@ -12,7 +12,9 @@
  * job_state.database (worker.c: registration, start, rounds).
  *
  * Each round looks the extension up in pg_extension (not installed:
- * nothing to do, wait for the next round) and runs SELECT job_state.sweep()
+ * nothing to do, wait for the next round; the server log says so once,
+ * with a hint, and once more when the extension is found, see worker.c)
+ * and runs SELECT job_state.sweep()
  * through a kept plan -- the same code a user's sweep() runs, with its
  * SECURITY DEFINER search_path, and a plan the plan cache re-makes if the
  * extension is dropped and created again.  A failed round is logged and
@@ -59,7 +61,7 @@ JsRegisterSweeper(void)
 static void
 JsSweep(void *arg)
 {
-	if (!JsExtensionInstalled())
+	if (!JsWorkerExtensionInstalled(JS_SWEEPER_NAME))
 		return;
 	JsExecute(&sweep_plan, NULL, NULL, false, 1);
 	if (JsGetInt32(0, 1, NULL) > 0)

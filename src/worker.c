@@ -99,6 +99,39 @@ JsExtensionInstalled(void)
 }
 
 /*
+ * JsExtensionInstalled for a worker that has nothing to do without the
+ * extension, and says so in the server log: once when it finds the
+ * extension missing (at its start, or after a DROP EXTENSION), and once
+ * when it finds it again -- not every round.  The state is the worker
+ * process's own, so a restarted worker says it again.
+ */
+bool
+JsWorkerExtensionInstalled(const char *name)
+{
+	static bool reported_missing = false;
+	bool		installed = JsExtensionInstalled();
+
+	if (!installed && !reported_missing)
+	{
+		ereport(LOG,
+				(errmsg("%s: extension job_state is not installed in database \"%s\"",
+						name, js_database),
+				 errdetail("The worker does nothing until it is; it looks again every round and logs once when it finds it."),
+				 errhint("Run CREATE EXTENSION job_state in database \"%s\", or set job_state.database to the database that has it (a restart is needed).",
+						 js_database)));
+		reported_missing = true;
+	}
+	else if (installed && reported_missing)
+	{
+		ereport(LOG,
+				(errmsg("%s: extension job_state is installed in database \"%s\"; the worker goes to work",
+						name, js_database)));
+		reported_missing = false;
+	}
+	return installed;
+}
+
+/*
  * One round: work(arg) in its own transaction, with SPI connected and a
  * snapshot pushed, shown as activity in pg_stat_activity.  False when it
  * failed: the error is logged and the transaction aborted.  Memory is

@@ -1,6 +1,8 @@
 -- the rules hold for raw SQL too: the job triggers (ENABLE ALWAYS)
 SET client_min_messages = warning;
+SET job_state.drop_live_jobs = on;
 DROP EXTENSION job_state CASCADE;
+RESET job_state.drop_live_jobs;
 RESET client_min_messages;
 CREATE EXTENSION job_state;
 \set VERBOSITY sqlstate

@@ -1,7 +1,9 @@
 -- resources: alter_resource, slots that follow the limit, and the guard
 -- that keeps a resource its jobs name
 SET client_min_messages = warning;
+SET job_state.drop_live_jobs = on;
 DROP EXTENSION job_state CASCADE;
+RESET job_state.drop_live_jobs;
 RESET client_min_messages;
 CREATE EXTENSION job_state;
 \set VERBOSITY sqlstate
@@ -167,3 +169,19 @@ RESET job_state.restore;
 -- no job names a resource now: TRUNCATE goes, and takes the slots along
 TRUNCATE job_state.resource;
 SELECT count(*) AS resource_slots FROM job_state.slot WHERE kind = 'resource';
+
+-- concurrency_limit defaults to NULL (no limit): a rate alone by name
+SELECT job_state.create_resource('rate_only', max_starts_per_second => 5);
+SELECT concurrency_limit IS NULL AS no_limit, max_starts_per_second
+  FROM job_state.resource WHERE name = 'rate_only';
+SELECT count(*) AS no_slots FROM job_state.slot WHERE kind = 'resource' AND scope = 'rate_only';
+-- the positional forms are as they were
+SELECT job_state.create_resource('limit_only', 3);
+SELECT concurrency_limit, max_starts_per_second IS NULL AS no_rate
+  FROM job_state.resource WHERE name = 'limit_only';
+-- neither limit: refused
+SELECT job_state.create_resource('no_limits');
+\set VERBOSITY default
+SELECT job_state.create_resource('no_limits');
+\set VERBOSITY sqlstate
+SELECT count(*) AS not_created FROM job_state.resource WHERE name = 'no_limits';

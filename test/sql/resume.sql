@@ -2,7 +2,9 @@
 -- finds jobs behind the mark again: when the resumed scan comes back short,
 -- after job_state.claim_rescan_interval, after a rollback
 SET client_min_messages = warning;
+SET job_state.drop_live_jobs = on;
 DROP EXTENSION job_state CASCADE;
+RESET job_state.drop_live_jobs;
 RESET client_min_messages;
 CREATE EXTENSION job_state;
 \set VERBOSITY sqlstate

@@ -2,7 +2,9 @@
 -- as regress_* roles (the names of a server's own recipe roles are left
 -- alone); roles a failed earlier run left are dropped first
 SET client_min_messages = warning;
+SET job_state.drop_live_jobs = on;
 DROP EXTENSION job_state CASCADE;
+RESET job_state.drop_live_jobs;
 DROP ROLE IF EXISTS regress_js_submitter, regress_js_worker,
 	regress_js_operator, regress_js_nobody;
 RESET client_min_messages;

@@ -1,7 +1,9 @@
 -- trigger_privileges: the job triggers' own statements run as the owner of
 -- job_state, under no one's search_path
 SET client_min_messages = warning;
+SET job_state.drop_live_jobs = on;
 DROP EXTENSION job_state CASCADE;
+RESET job_state.drop_live_jobs;
 DROP ROLE IF EXISTS regress_js_raw_operator;
 DROP SCHEMA IF EXISTS regress_evil CASCADE;
 RESET client_min_messages;

@@ -64,8 +64,31 @@ sleep(1);
 ok(!$node->log_contains(qr/ERROR/, $log_offset),
 	'no errors while the extension is not installed');
 
+# ... but says once, with a hint, that it is missing -- not every round
+my $missing =
+  qr/LOG:  job_state sweeper: extension job_state is not installed in database "postgres"/;
+my $found =
+  qr/LOG:  job_state sweeper: extension job_state is installed in database "postgres"; the worker goes to work/;
+
+sub log_count
+{
+	my ($re, $offset) = @_;
+	my $log = slurp_file($node->logfile, $offset);
+	my @all = $log =~ /$re/g;
+	return scalar @all;
+}
+$node->wait_for_log($missing, 0);
+sleep(1);    # 5 rounds of 200 ms
+is(log_count($missing, 0), 1, 'the missing extension is logged once over several rounds');
+like(
+	slurp_file($node->logfile),
+	qr/$missing.*\n.*DETAIL:  .*\n.*HINT:  Run CREATE EXTENSION job_state in database "postgres", or set job_state.database/,
+	'with a hint to create it or set job_state.database');
+
+$log_offset = -s $node->logfile;
 $node->safe_psql('postgres', 'CREATE EXTENSION job_state');
 $node->safe_psql('postgres', "SELECT job_state.create_queue('bgw')");
+$node->wait_for_log($found, $log_offset);
 
 # --- lease expiry without claim or sweep -----------------------------------
 expires(claim_with_short_lease('bgw'), 'first start');
@@ -115,8 +138,18 @@ is($node->safe_psql('postgres', $worker_pid_sql), $pid,
 	'the failing rounds did not end the worker');
 
 # --- DROP and CREATE EXTENSION: the kept plan follows ------------------------
-$node->safe_psql('postgres', 'DROP EXTENSION job_state CASCADE');
+# (its jobs are unknown, so the drop guard needs the setting)
+$log_offset = -s $node->logfile;
+$node->safe_psql('postgres',
+	'SET job_state.drop_live_jobs = on; DROP EXTENSION job_state CASCADE');
+# the worker says once that the extension has gone, and once that it is back
+$node->wait_for_log($missing, $log_offset);
+sleep(1);
+is(log_count($missing, $log_offset), 1, 'a dropped extension is logged once');
 $node->safe_psql('postgres', 'CREATE EXTENSION job_state');
+$node->wait_for_log($found, $log_offset);
+sleep(1);
+is(log_count($found, $log_offset), 1, 'and once when it is back');
 $node->safe_psql('postgres', "SELECT job_state.create_queue('bgw')");
 expires(claim_with_short_lease('bgw'), 'extension created again');
 is($node->safe_psql('postgres', $worker_pid_sql), $pid,

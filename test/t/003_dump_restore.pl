@@ -66,6 +66,8 @@ my ($ret, $out, $err) = $node->psql('dst', undef,
 	extra_params => [ '-v', 'ON_ERROR_STOP=1', '-f', $dump ]);
 isnt($ret, 0, 'plain replay is refused');
 like($err, qr/cannot be inserted as|must be inserted with/, 'by the job trigger');
+like($err, qr/HINT:  .*PGOPTIONS='-c job_state\.restore=on' pg_restore/,
+	'whose hint names the setting that lets the replay through');
 $node->safe_psql('postgres', 'DROP DATABASE dst');
 $node->safe_psql('postgres', 'CREATE DATABASE dst');
 
