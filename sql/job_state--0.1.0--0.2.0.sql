@@ -52,3 +52,36 @@ CREATE EVENT TRIGGER job_state_drop_guard
 	EXECUTE FUNCTION job_state.drop_guard();
 COMMENT ON EVENT TRIGGER job_state_drop_guard IS
 	'refuses to drop the extension while jobs that are not finished exist (SET job_state.drop_live_jobs = on to drop them on purpose)';
+
+/*
+ * MAC key rotation.  The newest key of job_state.secret signs new tokens
+ * and a token verifies under any of the eight newest (token.c), so
+ * rotate_secret() keeps the tokens in flight valid for one rotation and
+ * refuses those of every retired key.  Every statement that changes the
+ * table, raw SQL included, sends its relcache invalidation at commit, so
+ * every backend drops its cached keys before its next transaction.
+ */
+COMMENT ON TABLE job_state.secret IS
+	'per-database MAC keys for claim tokens: the newest signs, each of the eight newest verifies; change them with rotate_secret()';
+
+CREATE FUNCTION job_state.secret_trigger()
+	RETURNS trigger
+	AS 'MODULE_PATHNAME', 'js_secret_trigger'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION job_state.secret_trigger() IS
+	'after any change to job_state.secret: every backend drops its cached MAC keys at commit';
+REVOKE ALL ON FUNCTION job_state.secret_trigger() FROM PUBLIC;
+
+CREATE TRIGGER job_state_secret_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON job_state.secret
+	FOR EACH STATEMENT EXECUTE FUNCTION job_state.secret_trigger();
+ALTER TABLE job_state.secret ENABLE ALWAYS TRIGGER job_state_secret_changed;
+
+CREATE FUNCTION job_state.rotate_secret(keep_previous pg_catalog.bool DEFAULT true)
+	RETURNS pg_catalog.int4
+	AS 'MODULE_PATHNAME', 'js_rotate_secret'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.rotate_secret(pg_catalog.bool) IS
+	'a new MAC key signs tokens from the commit on; the previous key still verifies unless keep_previous is false, older keys are retired (their tokens get JS007); returns how many keys were retired';
+REVOKE ALL ON FUNCTION job_state.rotate_secret(pg_catalog.bool) FROM PUBLIC;

@@ -11,21 +11,29 @@
  * is checked when a token is used (JsTokenCheck), before anything else, so
  * a forged token learns nothing about the job.
  *
- * The secret lives in job_state.secret, readable only by the extension
- * owner (our SECURITY DEFINER functions).  It and the queue-number-to-name
- * map are cached per backend; a relcache invalidation of the secret table
- * (DROP EXTENSION) empties the cache.
+ * The keys live in job_state.secret, readable only by the extension owner
+ * (our SECURITY DEFINER functions).  The newest key signs new tokens; a
+ * token verifies under any of the JS_MAX_SECRETS newest keys, newest first,
+ * so tokens in flight survive one rotate_secret() (the previous key is
+ * kept) and are refused once their key is retired.  The keys and the
+ * queue-number-to-name map are cached per backend; any change to the
+ * secret table (rotate_secret, raw SQL, DROP EXTENSION) sends a relcache
+ * invalidation of it at commit (its statement trigger, js_secret_trigger),
+ * which empties the cache of every backend before its next transaction.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "commands/trigger.h"
 #include "common/base64.h"
 #include "common/cryptohash.h"
 #include "common/hmac.h"
 #include "common/sha2.h"
 #include "libpq/pqformat.h"
+#include "miscadmin.h"
 #include "port/pg_bswap.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -36,6 +44,7 @@
 #define JS_TOKEN_TEXT_LEN	43	/* base64url of 32 bytes, no padding */
 #define JS_SECRET_LEN		32
 #define JS_MAC_DOMAIN		"job_state/1"
+#define JS_MAX_SECRETS		8	/* keys a token may verify under */
 
 PG_FUNCTION_INFO_V1(js_claim_token_in);
 PG_FUNCTION_INFO_V1(js_claim_token_out);
@@ -46,6 +55,8 @@ PG_FUNCTION_INFO_V1(js_claim_token_ne);
 PG_FUNCTION_INFO_V1(js_token_job);
 PG_FUNCTION_INFO_V1(js_token_generation);
 PG_FUNCTION_INFO_V1(js_new_secret);
+PG_FUNCTION_INFO_V1(js_rotate_secret);
+PG_FUNCTION_INFO_V1(js_secret_trigger);
 
 /* Per-backend cache: MAC key and queue names */
 typedef struct JsQueueNameEntry
@@ -55,16 +66,32 @@ typedef struct JsQueueNameEntry
 } JsQueueNameEntry;
 
 static MemoryContext JsCacheContext = NULL;
-static uint8 *js_secret = NULL;
-static int	js_secret_len = 0;
+static uint8 *js_secrets[JS_MAX_SECRETS];	/* newest first */
+static int	js_secret_lens[JS_MAX_SECRETS];
+static int	js_nsecrets = 0;
 static Oid	js_secret_relid = InvalidOid;
 static HTAB *js_queue_names = NULL;
 static bool js_callback_registered = false;
 
 static JsPlan secret_plan = {
 	"SELECT key, 'job_state.secret'::pg_catalog.regclass::pg_catalog.oid"
-	"  FROM job_state.secret ORDER BY created_at LIMIT 1",
+	"  FROM job_state.secret ORDER BY created_at DESC"
+	"  LIMIT " CppAsString2(JS_MAX_SECRETS),
 	0, {0}
+};
+
+static JsPlan add_secret_plan = {
+	"INSERT INTO job_state.secret (created_at, key)"
+	" VALUES (pg_catalog.clock_timestamp(), job_state.new_secret())",
+	0, {0}
+};
+
+/* every key older than the $1 newest */
+static JsPlan retire_secrets_plan = {
+	"DELETE FROM job_state.secret"
+	" WHERE created_at OPERATOR(pg_catalog.<) (SELECT s.created_at FROM job_state.secret s"
+	"  ORDER BY s.created_at DESC OFFSET $1 OPERATOR(pg_catalog.-) 1 LIMIT 1)",
+	1, {INT4OID}
 };
 
 static JsPlan queue_name_plan = {
@@ -77,8 +104,7 @@ JsCacheReset(void)
 {
 	if (JsCacheContext != NULL)
 		MemoryContextReset(JsCacheContext);
-	js_secret = NULL;
-	js_secret_len = 0;
+	js_nsecrets = 0;
 	js_secret_relid = InvalidOid;
 	js_queue_names = NULL;
 }
@@ -104,41 +130,56 @@ JsCacheInit(void)
 	}
 }
 
-/* copy of the MAC key in the caller's context */
-static uint8 *
-JsSecret(int *len)
+/* load the keys into the cache; returns how many there are (at least 1) */
+static int
+JsLoadSecrets(void)
 {
-	uint8	   *copy;
-
-	if (js_secret == NULL)
+	if (js_nsecrets == 0)
 	{
+		int			n;
+		int			i;
 		bool		isnull;
-		Datum		d;
-		bytea	   *key;
 
 		JsCacheInit();
-		if (JsExecute(&secret_plan, NULL, NULL, true, 1) != 1)
+		n = JsExecute(&secret_plan, NULL, NULL, true, JS_MAX_SECRETS);
+		if (n < 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("job_state has no MAC secret"),
-					 errhint("Recreate the extension, or restore job_state.secret from a dump.")));
-		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-		key = DatumGetByteaPP(d);
-		js_secret = MemoryContextAlloc(JsCacheContext, VARSIZE_ANY_EXHDR(key));
-		memcpy(js_secret, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
-		js_secret_len = VARSIZE_ANY_EXHDR(key);
+					 errhint("Run job_state.rotate_secret(), or restore job_state.secret from a dump.")));
+		for (i = 0; i < n; i++)
+		{
+			bytea	   *key = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[i],
+															SPI_tuptable->tupdesc,
+															1, &isnull));
+
+			js_secret_lens[i] = VARSIZE_ANY_EXHDR(key);
+			js_secrets[i] = MemoryContextAlloc(JsCacheContext, js_secret_lens[i]);
+			memcpy(js_secrets[i], VARDATA_ANY(key), js_secret_lens[i]);
+		}
 		js_secret_relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 														 SPI_tuptable->tupdesc,
 														 2, &isnull));
+		js_nsecrets = n;
 	}
-	copy = palloc(js_secret_len);
-	memcpy(copy, js_secret, js_secret_len);
-	*len = js_secret_len;
+	return js_nsecrets;
+}
+
+/* copy of key number keyno (0 = newest) in the caller's context */
+static uint8 *
+JsSecret(int keyno, int *len)
+{
+	uint8	   *copy;
+
+	Assert(keyno < js_nsecrets);
+	copy = palloc(js_secret_lens[keyno]);
+	memcpy(copy, js_secrets[keyno], js_secret_lens[keyno]);
+	*len = js_secret_lens[keyno];
 	return copy;
 }
 
 static void
-JsComputeMac(int64 job_id, int32 generation, int32 queue_id,
+JsComputeMac(int keyno, int64 job_id, int32 generation, int32 queue_id,
 			 uint8 mac[JS_TOKEN_MAC_LEN])
 {
 	uint8		msg[sizeof(JS_MAC_DOMAIN) - 1 + 16];
@@ -155,7 +196,7 @@ JsComputeMac(int64 job_id, int32 generation, int32 queue_id,
 	memcpy(msg + sizeof(JS_MAC_DOMAIN) - 1 + 8, &gen_be, 4);
 	memcpy(msg + sizeof(JS_MAC_DOMAIN) - 1 + 12, &queue_be, 4);
 
-	key = JsSecret(&keylen);
+	key = JsSecret(keyno, &keylen);
 	ctx = pg_hmac_create(PG_SHA256);
 	if (ctx == NULL)
 		ereport(ERROR,
@@ -182,7 +223,8 @@ JsTokenMint(int64 job_id, int32 generation, int32 queue_id)
 	token->job_id = job_id;
 	token->generation = generation;
 	token->queue_id = queue_id;
-	JsComputeMac(job_id, generation, queue_id, token->mac);
+	(void) JsLoadSecrets();
+	JsComputeMac(0, job_id, generation, queue_id, token->mac);
 	return token;
 }
 
@@ -238,12 +280,18 @@ const char *
 JsTokenCheck(const JsClaimToken *token)
 {
 	uint8		mac[JS_TOKEN_MAC_LEN];
-	uint8		diff = 0;
+	uint8		diff = 1;
+	int			keyno;
 	int			i;
 
-	JsComputeMac(token->job_id, token->generation, token->queue_id, mac);
-	for (i = 0; i < JS_TOKEN_MAC_LEN; i++)
-		diff |= mac[i] ^ token->mac[i];
+	/* the cache holds at most JS_MAX_SECRETS keys: a bounded loop */
+	for (keyno = 0; diff != 0 && keyno < JsLoadSecrets(); keyno++)
+	{
+		JsComputeMac(keyno, token->job_id, token->generation, token->queue_id, mac);
+		diff = 0;
+		for (i = 0; i < JS_TOKEN_MAC_LEN; i++)
+			diff |= mac[i] ^ token->mac[i];
+	}
 	if (diff != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_INVALID_TOKEN),
@@ -439,4 +487,51 @@ js_new_secret(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not generate a random MAC secret")));
 	PG_RETURN_BYTEA_P(key);
+}
+
+/*
+ * rotate_secret(keep_previous): a new key signs every token minted after
+ * the commit; tokens signed by the previous key keep verifying while it is
+ * kept, and every older key is retired, so the tokens it signed are
+ * refused (JS007).  Rotations take turns on the table's lock.  Returns how
+ * many keys were retired.
+ */
+Datum
+js_rotate_secret(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	Datum		keep;
+	int			retired;
+
+	JsRefuseNull(fcinfo, 0, "keep_previous");
+	keep = Int32GetDatum(PG_GETARG_BOOL(0) ? 2 : 1);
+	PreventCommandIfReadOnly("rotate_secret()");
+	relid = JsOwnRelid("secret");
+	LockRelationOid(relid, ShareRowExclusiveLock);
+	SPI_connect();
+	JsExecute(&add_secret_plan, NULL, NULL, false, 0);
+	retired = JsExecute(&retire_secrets_plan, &keep, NULL, false, 0);
+	SPI_finish();
+	CacheInvalidateRelcacheByRelid(relid);
+	PG_RETURN_INT32(retired);
+}
+
+/*
+ * After any statement that changes job_state.secret, raw SQL included: its
+ * relcache invalidation, sent to every backend at commit, empties their
+ * cached keys (JsRelcacheCallback), so a key removed is refused everywhere
+ * from the next transaction on.
+ */
+Datum
+js_secret_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "job_state_secret: not called by trigger manager");
+	if (!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event))
+		elog(ERROR, "job_state_secret: must be fired after each statement");
+	CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
+	return PointerGetDatum(NULL);
 }
