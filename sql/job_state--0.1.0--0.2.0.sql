@@ -85,3 +85,27 @@ CREATE FUNCTION job_state.rotate_secret(keep_previous pg_catalog.bool DEFAULT tr
 COMMENT ON FUNCTION job_state.rotate_secret(pg_catalog.bool) IS
 	'a new MAC key signs tokens from the commit on; the previous key still verifies unless keep_previous is false, older keys are retired (their tokens get JS007); returns how many keys were retired';
 REVOKE ALL ON FUNCTION job_state.rotate_secret(pg_catalog.bool) FROM PUBLIC;
+
+/*
+ * Every trigger of ours fires whatever session_replication_role says: a
+ * session that may set it to replica (a superuser, a role granted SET on
+ * it) must not step past the state machine, the append-only history, the
+ * slot bookkeeping or the guards on queues and resources.  A logical
+ * replication subscriber of these tables runs them too, on every applied
+ * row.
+ */
+ALTER TABLE job_state.queue ENABLE ALWAYS TRIGGER job_state_queue;
+ALTER TABLE job_state.queue ENABLE ALWAYS TRIGGER job_state_queue_slots;
+ALTER TABLE job_state.queue ENABLE ALWAYS TRIGGER job_state_queue_truncate;
+ALTER TABLE job_state.resource ENABLE ALWAYS TRIGGER job_state_resource;
+ALTER TABLE job_state.resource ENABLE ALWAYS TRIGGER job_state_resource_limits;
+ALTER TABLE job_state.resource ENABLE ALWAYS TRIGGER job_state_resource_truncate;
+ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_fsm;
+ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_event;
+ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_truncate;
+ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only;
+ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only_truncate;
+ALTER TABLE job_state.spend ENABLE ALWAYS TRIGGER job_state_spend_append_only;
+ALTER TABLE job_state.spend ENABLE ALWAYS TRIGGER job_state_spend_append_only_truncate;
+ALTER TABLE job_state.operation ENABLE ALWAYS TRIGGER job_state_operation;
+ALTER TABLE job_state.operation ENABLE ALWAYS TRIGGER job_state_operation_truncate;

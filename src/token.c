@@ -391,6 +391,26 @@ js_claim_token_in(PG_FUNCTION_ARGS)
 	b64[JS_TOKEN_TEXT_LEN] = '=';
 	b64[JS_TOKEN_TEXT_LEN + 1] = '\0';
 
+	/*
+	 * The last character carries the last 4 bits of the 32 bytes and 2
+	 * unused ones, which must be zero: otherwise four spellings would name
+	 * one token (and compare unequal as text in a client's own tables).
+	 */
+	{
+		char		c = b64[JS_TOKEN_TEXT_LEN - 1];
+		int			v = c >= 'A' && c <= 'Z' ? c - 'A' :
+			c >= 'a' && c <= 'z' ? c - 'a' + 26 :
+			c >= '0' && c <= '9' ? c - '0' + 52 :
+			c == '+' ? 62 : 63;
+
+		if ((v & 3) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					 errmsg("invalid input syntax for type claim_token: \"%s\"", str),
+					 errdetail("The last character of a claim token encodes 4 bits; its 2 unused bits must be zero."),
+					 errhint("Use the token exactly as claim returned it.")));
+	}
+
 	if (pg_b64_decode(b64, JS_TOKEN_TEXT_LEN + 1, JS_B64_BYTES(buf), sizeof(buf)) != 32)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),

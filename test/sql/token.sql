@@ -40,6 +40,10 @@ INSERT INTO tb VALUES ('\x0102');
 SELECT 'abc'::job_state.claim_token;
 SELECT repeat('A', 44)::job_state.claim_token;
 SELECT (repeat('A', 42) || '!')::job_state.claim_token;
+-- one spelling per token: the 2 unused bits of the last character are zero
+SELECT (repeat('A', 42) || 'E')::job_state.claim_token::text = repeat('A', 42) || 'E' AS canonical;
+SELECT (repeat('A', 42) || 'B')::job_state.claim_token;
+SELECT (repeat('A', 42) || '_')::job_state.claim_token;
 SELECT (repeat('A', 42) || '=')::job_state.claim_token;
 SELECT ''::job_state.claim_token;
 

@@ -1,0 +1,39 @@
+-- replica_role: every trigger of ours fires whatever session_replication_role says
+SET client_min_messages = warning;
+SET job_state.drop_live_jobs = on;
+DROP EXTENSION job_state CASCADE;
+RESET job_state.drop_live_jobs;
+RESET client_min_messages;
+CREATE EXTENSION job_state;
+\set VERBOSITY sqlstate
+
+-- no trigger on a table of ours can be skipped by the replica role
+SELECT c.relname, t.tgname, t.tgenabled
+  FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'job_state' AND NOT t.tgisinternal AND t.tgenabled <> 'A'
+ ORDER BY 1, 2;
+
+SELECT job_state.create_queue('q');
+SELECT job_id AS j FROM job_state.submit('q', '{"n": 1}') \gset
+SELECT token AS t FROM job_state.claim('q', 'w') \gset
+SELECT job_state.succeed(:'t');
+SELECT job_id AS live FROM job_state.submit('q', '{"n": 2}') \gset
+
+SET session_replication_role = replica;
+-- the state machine: a finished job cannot run again
+UPDATE job_state.job SET status = 'running' WHERE id = :j;
+-- the counters only go forward
+UPDATE job_state.job SET generation = 0 WHERE id = :j;
+-- the history is append-only
+DELETE FROM job_state.job_event WHERE job_id = :j;
+-- while a job is live, neither history nor jobs can be truncated away
+TRUNCATE job_state.job_event;
+TRUNCATE job_state.job CASCADE;
+-- a queue with jobs stays
+DELETE FROM job_state.queue WHERE name = 'q';
+-- jobs are inserted through submit's rules
+INSERT INTO job_state.job (queue, input, status) VALUES ('q', '{}', 'succeeded');
+RESET session_replication_role;
+SELECT id, status, generation FROM job_state.job ORDER BY id;
+SELECT count(*) AS history FROM job_state.job_event WHERE job_id = :j;
