@@ -27,6 +27,17 @@ PG_FUNCTION_INFO_V1(js_budget_exhausted);
 PG_FUNCTION_INFO_V1(js_charge);
 PG_FUNCTION_INFO_V1(js_reserve);
 
+/* a meter's limit or spend: a number (never NaN) of at least 0 */
+bool
+JsMeterAmountValid(const JsonbValue *v)
+{
+	return v->type == jbvNumeric &&
+		!numeric_is_nan(v->val.numeric) &&
+		!DatumGetBool(DirectFunctionCall2(numeric_lt,
+										  NumericGetDatum(v->val.numeric),
+										  NumericGetDatum(int64_to_numeric(0))));
+}
+
 /*
  * A budget is an object of meter names to limits (numbers >= 0).
  */
@@ -53,11 +64,7 @@ JsCheckBudget(Jsonb *budget)
 		meter = pnstrdup(v.val.string.val, v.val.string.len);
 		JsCheckName("meter", meter);
 		(void) JsonbIteratorNext(&it, &v, true);
-		if (v.type != jbvNumeric ||
-			numeric_is_nan(v.val.numeric) ||
-			DatumGetBool(DirectFunctionCall2(numeric_lt,
-											 NumericGetDatum(v.val.numeric),
-											 NumericGetDatum(int64_to_numeric(0)))))
+		if (!JsMeterAmountValid(&v))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("budget limit of meter \"%s\" must be a number of at least 0",

@@ -356,10 +356,7 @@ JsCheckSpentNumbers(int64 job_id, Jsonb *newspent)
 		}
 		if (tok != WJB_VALUE)
 			continue;
-		if (v.type != jbvNumeric ||
-			DatumGetBool(DirectFunctionCall2(numeric_lt,
-											 NumericGetDatum(v.val.numeric),
-											 NumericGetDatum(int64_to_numeric(0)))))
+		if (!JsMeterAmountValid(&v))
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 					 errmsg("spent amount \"%.*s\" of job %lld must be a number of at least 0",

@@ -376,6 +376,7 @@ pg_noreturn extern void JsRefuseToken(const char *queue, const JsClaimToken *tok
 									  const char *action);
 
 /* budget.c */
+extern bool JsMeterAmountValid(const JsonbValue *v);
 extern void JsCheckBudget(Jsonb *budget);
 extern void JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra);
 extern void JsCheckStartAllowed(int64 job_id, int32 attempts, bool has_max,
