@@ -68,8 +68,11 @@ SET job_state.drop_live_jobs = on;
 -- the guard's (which would lock the job table on its behalf)
 DROP EXTENSION job_state;
 \echo :LAST_ERROR_SQLSTATE
+-- (terse: PostgreSQL 17 adds a detail to this error)
+\set VERBOSITY terse
 DROP OWNED BY CURRENT_USER, SESSION_USER;
 \echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
 RESET ROLE;
 DROP ROLE regress_dg_user;
 
