@@ -13,6 +13,23 @@
  * triggers, constraints and indexes apply to them exactly as to an INSERT
  * (ON CONFLICT DO NOTHING, for submit) or UPDATE.
  *
+ * The global lock order.  A path that locks several of these takes them
+ * in this order, and rows of one kind in the order given:
+ *	1. table locks: job_state.job (SHARE for a queue's or resource's delete,
+ *	   queue_trigger.c and resource.c; ACCESS EXCLUSIVE for a guarded drop,
+ *	   drop_guard.c), then job_state.secret (rotate_secret, token.c);
+ *	2. the queue row, then the resource row (alter_queue, alter_resource,
+ *	   and their triggers);
+ *	3. job rows, by (queue, id): succeed_many sorts its batch, the adopting
+ *	   statements of limits.c sort what they lock, claim takes one job at
+ *	   a time and never waits (SKIP LOCKED);
+ *	4. the rows a job's change touches under its row lock: its slots
+ *	   (slot.c, never waited for by claim: SKIP LOCKED), start-rate shards
+ *	   (bucket.c, SKIP LOCKED), operation rows (operation.c), history and
+ *	   spend rows (inserted, never locked).
+ * isolation specs hold each pair that could deadlock to it (for example
+ * succeed-many-lock-order, succeed-many-vs-raise-limit).
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef JOB_STATE_H

@@ -100,7 +100,8 @@ static JsPlan ensure_keys_plan = {
  * before the limit existed) take free slots numbered up to $2, the n-th
  * such job of a key the n-th free slot of that key (one key, '', for kind
  * 'queue'), and record its number, so that leaving running frees it.  The
- * jobs are locked first, so one that leaves running meanwhile is left out
+ * jobs are locked first, in the global lock order (job_state.h: by queue,
+ * then id, as succeed_many does), so one that leaves running meanwhile is left out
  * rather than holding a slot it will never free; a slot a claimer takes
  * meanwhile is left to it.
  */
@@ -113,7 +114,7 @@ static JsPlan adopt_plan = {
 	"    AND j.status OPERATOR(pg_catalog.=) 'running'::job_state.status"
 	"    AND CASE WHEN $3 OPERATOR(pg_catalog.=) 'queue' THEN j.queue_slot IS NULL"
 	"     ELSE j.key_slot IS NULL AND j.concurrency_key IS NOT NULL END"
-	"   FOR NO KEY UPDATE OF j),"
+	"   ORDER BY j.id FOR NO KEY UPDATE OF j),"
 	" jobs AS (SELECT id, key,"
 	"   pg_catalog.row_number() OVER (PARTITION BY key ORDER BY id) AS r FROM running),"
 	" free AS (SELECT key, n,"
@@ -219,7 +220,7 @@ static JsPlan adopt_resource_plan = {
 	"   WHERE j.resource OPERATOR(pg_catalog.=) $1"
 	"    AND j.status OPERATOR(pg_catalog.=) 'running'::job_state.status"
 	"    AND j.resource_slot IS NULL"
-	"   FOR NO KEY UPDATE OF j),"
+	"   ORDER BY j.queue, j.id FOR NO KEY UPDATE OF j),"
 	" jobs AS (SELECT queue, id, pg_catalog.row_number() OVER (ORDER BY id) AS r FROM running),"
 	" free AS (SELECT n, pg_catalog.row_number() OVER (ORDER BY n) AS r"
 	"   FROM job_state.slot"
