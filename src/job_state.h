@@ -27,8 +27,10 @@
  *	   (slot.c, never waited for by claim: SKIP LOCKED), start-rate shards
  *	   (bucket.c, SKIP LOCKED), operation rows (operation.c), history and
  *	   spend rows (inserted, never locked).
- * isolation specs hold each pair that could deadlock to it (for example
- * succeed-many-lock-order, succeed-many-vs-raise-limit).
+ * One known exception: the first job of a queue that names a resource
+ * sets the queue's uses_resources under its own row lock (3 before 2),
+ * once per queue ever.  Isolation specs hold the pairs that could deadlock
+ * to the order (succeed-many-lock-order, succeed-many-vs-raise-limit).
  *
  *-------------------------------------------------------------------------
  */
