@@ -356,9 +356,10 @@ extern bool JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOpti
 extern int	JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due);
 extern bool JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now);
 extern int	JsReadCandidates(JsTake *t, const JsTakeArgs *args, JsCandidate *out);
-extern JsTakeResult JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id,
-							  const int32 *slots, bool (*may_start) (void *arg),
-							  void *arg, JsTaken *out);
+extern JsTakeResult JsTakeJob(JsTake *t, const JsTakeArgs *args,
+							  const JsCandidate *cand, const int32 *slots,
+							  bool (*may_start) (void *arg), void *arg,
+							  JsTaken *out);
 
 /* queue.c */
 extern bool JsReadQueue(Relation queuerel, Relation pkey, Datum queue,

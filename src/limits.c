@@ -421,7 +421,7 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 			slots[JS_SLOT_RESOURCE] = lc->resource_slot.n;
 		if (key_slotted)
 			slots[JS_SLOT_KEY] = lc->key_slot.n;
-		switch (JsTakeJob(lc->take, &lc->args, Int64GetDatum(job_id), slots,
+		switch (JsTakeJob(lc->take, &lc->args, c, slots,
 						  rated.rate > 0 ? JsTakeTokenFor : NULL, &rated, &taken))
 		{
 			case JS_TAKE_SKIPPED:

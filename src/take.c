@@ -158,10 +158,24 @@ JsUsedUp(const JsJobColumns *cols, TupleTableSlot *slot)
  * limited path's start token): false leaves it locked and unchanged,
  * JS_TAKE_THROTTLED.  slots, if given, are the numbers of the slots the
  * job will hold (JsSlotKind order, 0 for none), recorded with the move to
- * running.
+ * running.  cand, if given, is the job as the limited path read it,
+ * unlocked, when it chose those slots: a job whose resource or
+ * concurrency key changed since is passed over, for its slots belong to
+ * the old scope (the job would run holding them, and its release would
+ * look in the new one).
  */
+static bool
+JsSameScope(TupleTableSlot *locked, int attnum, const char *expected)
+{
+	if (locked->tts_isnull[attnum - 1])
+		return expected == NULL;
+	return expected != NULL &&
+		strcmp(TextDatumGetCString(locked->tts_values[attnum - 1]), expected) == 0;
+}
+
 static JsTakeResult
-JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step, const int32 *slots,
+JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
+		  const JsCandidate *cand, const int32 *slots,
 		  bool (*may_start) (void *arg), void *arg, JsTaken *out)
 {
 	const JsJobColumns *cols = t->cols;
@@ -181,6 +195,10 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step, const int32 *slot
 	JsRowWriterCopy(newslot, locked);
 	if (DatumGetObjectId(locked->tts_values[cols->status - 1]) != cols->status_oids[JS_ACCEPTED] ||
 		DatumGetTimestampTz(locked->tts_values[cols->run_after - 1]) > args->now)
+		return JS_TAKE_SKIPPED;
+	if (cand != NULL &&
+		(!JsSameScope(locked, cols->resource, cand->resource) ||
+		 !JsSameScope(locked, cols->concurrency_key, cand->concurrency_key)))
 		return JS_TAKE_SKIPPED;
 
 	why = JsUsedUp(cols, locked);
@@ -297,7 +315,7 @@ JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
 	while (taken < room &&
 		   index_getnext_slot(scan, ForwardScanDirection, t->scanslot))
 	{
-		if (JsTakeOne(t, args, step, NULL, NULL, NULL, &out[taken]) == JS_TAKE_TAKEN)
+		if (JsTakeOne(t, args, step, NULL, NULL, NULL, NULL, &out[taken]) == JS_TAKE_TAKEN)
 			taken++;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -388,8 +406,9 @@ JsReadCandidates(JsTake *t, const JsTakeArgs *args, JsCandidate *out)
  * may_start asked between the lock and the move.
  */
 JsTakeResult
-JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id, const int32 *slots,
-		  bool (*may_start) (void *arg), void *arg, JsTaken *out)
+JsTakeJob(JsTake *t, const JsTakeArgs *args, const JsCandidate *cand,
+		  const int32 *slots, bool (*may_start) (void *arg), void *arg,
+		  JsTaken *out)
 {
 	JsTakeResult result = JS_TAKE_SKIPPED;
 	JsTakeStep	step;
@@ -397,8 +416,9 @@ JsTakeJob(JsTake *t, const JsTakeArgs *args, Datum id, const int32 *slots,
 	if (t->pkey == NULL)
 		t->pkey = index_open(JsOwnRelid("job_pkey"), AccessShareLock);
 	JsRowWriterBeginUpdate(&step.w, t->job, &step.locked, &step.newslot);
-	if (JsFindJob(t->job, t->pkey, args->queue, id, t->scanslot))
-		result = JsTakeOne(t, args, &step, slots, may_start, arg, out);
+	if (JsFindJob(t->job, t->pkey, args->queue, Int64GetDatum(cand->key.id),
+				  t->scanslot))
+		result = JsTakeOne(t, args, &step, cand, slots, may_start, arg, out);
 
 	JsRowWriterEndUpdate(&step.w, step.locked);
 	return result;
