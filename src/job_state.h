@@ -378,6 +378,7 @@ typedef struct JsPlan
 
 extern int	JsExecute(JsPlan *plan, Datum *values, const char *nulls,
 					  bool read_only, long count);
+extern int	JsExecuteWriteLatest(JsPlan *plan, Datum *values, const char *nulls);
 extern int	JsExecuteLatest(JsPlan *plan, Datum *values, const char *nulls,
 							long count);
 extern bool JsGetBool(int row, int col);

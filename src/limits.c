@@ -48,6 +48,7 @@
 #include "access/htup_details.h"
 #include "commands/trigger.h"
 #include "funcapi.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
 #include "utils/tuplestore.h"
@@ -183,8 +184,9 @@ JsJobNamesLimits(Datum queue, Datum resource, bool has_resource,
 					 errhint("Create it with job_state.create_resource().")));
 		JsExecute(&uses_resources_plan, &queue, NULL, false, 0);
 	}
+	/* the latest snapshot: a limit set while this write waited (limits.c) */
 	if (has_key &&
-		JsExecute(&per_key_limit_plan, &queue, NULL, true, 1) == 1)
+		JsExecuteLatest(&per_key_limit_plan, &queue, NULL, 1) == 1)
 		JsEnsureSlots("key", TextDatumGetCString(queue),
 					  TextDatumGetCString(key), JsGetInt32(0, 1, NULL));
 }
@@ -202,8 +204,20 @@ JsQueueLimitSlots(const char *queue, bool per_key, int32 limit)
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = Int32GetDatum(limit);
 	values[2] = CStringGetTextDatum(per_key ? "key" : "queue");
+	/*
+	 * The keys of every job: the SHARE lock on the job table waits for the
+	 * transactions writing jobs (a submit of a new key that read no
+	 * per-key limit yet) and holds new ones off until this one commits
+	 * (they then read the limit under the latest snapshot,
+	 * JsJobNamesLimits), and the latest snapshot sees the jobs of the ones
+	 * waited for.  Without it a key first named while the limit was set
+	 * got no slots from either side, and its jobs were never claimed.
+	 */
 	if (per_key)
-		JsExecute(&ensure_keys_plan, values, NULL, false, 0);
+	{
+		LockRelationOid(JsOwnRelid("job"), ShareLock);
+		JsExecuteWriteLatest(&ensure_keys_plan, values, NULL);
+	}
 	else
 		JsEnsureSlots("queue", queue, NULL, limit);
 	JsExecute(&adopt_plan, values, NULL, false, 0);

@@ -16,6 +16,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -69,6 +70,29 @@ JsExecute(JsPlan *plan, Datum *values, const char *nulls, bool read_only,
 	rc = SPI_execute_plan(prepared, values, nulls, read_only, count);
 	if (rc < 0)
 		elog(ERROR, "job_state: SPI_execute_plan failed: %s",
+			 SPI_result_code_string(rc));
+	return (int) SPI_processed;
+}
+
+/*
+ * A write that must see every row committed while the caller waited for a
+ * lock, whatever the isolation level (an INSERT ... SELECT after a SHARE
+ * lock on the job table): the statement runs under the latest snapshot,
+ * as the foreign-key triggers' checks do.
+ */
+int
+JsExecuteWriteLatest(JsPlan *plan, Datum *values, const char *nulls)
+{
+	SPIPlanPtr	prepared = plan->plan;
+	int			rc;
+
+	if (prepared == NULL)
+		prepared = JsPreparePlan(plan);
+	CommandCounterIncrement();
+	rc = SPI_execute_snapshot(prepared, values, nulls, GetLatestSnapshot(),
+							  InvalidSnapshot, false, true, 0);
+	if (rc < 0)
+		elog(ERROR, "job_state: SPI_execute_snapshot failed: %s",
 			 SPI_result_code_string(rc));
 	return (int) SPI_processed;
 }
