@@ -16,6 +16,7 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
@@ -59,6 +60,7 @@ JsCheckBudget(Jsonb *budget)
 	{
 		char	   *meter;
 
+		CHECK_FOR_INTERRUPTS();
 		if (tok != WJB_KEY)
 			continue;
 		meter = pnstrdup(v.val.string.val, v.val.string.len);
@@ -94,6 +96,7 @@ JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent)
 		JsonbValue *used = NULL;
 		Numeric		zero;
 
+		CHECK_FOR_INTERRUPTS();
 		if (tok != WJB_KEY)
 			continue;
 		key = v;
@@ -169,6 +172,7 @@ JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra)
 	it = JsonbIteratorInit(&extra->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (tok != WJB_KEY)
 			continue;
 		if (budget == NULL ||

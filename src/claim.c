@@ -66,10 +66,10 @@ js_claim(PG_FUNCTION_ARGS)
 	JsRefuseNull(fcinfo, 3, "max_jobs");
 	queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	max_jobs = PG_GETARG_INT32(3);
-	if (max_jobs < 1 || max_jobs > 10000)
+	if (max_jobs < 1 || max_jobs > JS_MAX_BATCH)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_jobs must be between 1 and 10000"),
+				 errmsg("max_jobs must be between 1 and %d", JS_MAX_BATCH),
 				 errdetail("The value given is %d.", max_jobs)));
 	if (!PG_ARGISNULL(2) && !JsIntervalPositive(PG_GETARG_INTERVAL_P(2)))
 		ereport(ERROR,

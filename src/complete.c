@@ -210,6 +210,12 @@ js_succeed_many(PG_FUNCTION_ARGS)
 	get_typlenbyvalalign(ARR_ELEMTYPE(tokens_arr), &typlen, &typbyval, &typalign);
 	deconstruct_array(tokens_arr, ARR_ELEMTYPE(tokens_arr), typlen, typbyval,
 					  typalign, &tokens, &token_nulls, &ntokens);
+	if (ntokens > JS_MAX_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("succeed_many takes at most %d tokens", JS_MAX_BATCH),
+				 errdetail("There are %d tokens.", ntokens),
+				 errhint("Split the batch; claim returns at most %d jobs a call.", JS_MAX_BATCH)));
 	if (!PG_ARGISNULL(1))
 	{
 		ArrayType  *results_arr = PG_GETARG_ARRAYTYPE_P(1);
@@ -237,6 +243,8 @@ js_succeed_many(PG_FUNCTION_ARGS)
 	for (i = 0; i < ntokens; i++)
 	{
 		JsClaimToken *token;
+
+		CHECK_FOR_INTERRUPTS();
 
 		if (token_nulls[i])
 			ereport(ERROR,

@@ -37,6 +37,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_enum.h"
 #include "commands/trigger.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/jsonb.h"
@@ -349,6 +350,7 @@ JsCheckSpentNumbers(int64 job_id, Jsonb *newspent)
 	it = JsonbIteratorInit(&newspent->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (tok == WJB_KEY)
 		{
 			key = v;
@@ -390,6 +392,7 @@ JsCheckSpentForward(int64 job_id, Jsonb *oldspent, Jsonb *newspent)
 		JsonbValue	key;
 		JsonbValue *newval;
 
+		CHECK_FOR_INTERRUPTS();
 		if (tok != WJB_KEY)
 			continue;
 		key = v;

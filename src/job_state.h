@@ -552,6 +552,9 @@ extern int	JsColumnNumber(Relation rel, const char *name);
 extern bool JsIntervalPositive(const Interval *span);
 extern bool JsIntervalNegative(const Interval *span);
 
+/* the most jobs one claim returns, and tokens one succeed_many takes */
+#define JS_MAX_BATCH 10000
+
 /* the longest span job_state adds to a timestamp: 10 years of 360 days */
 #define JS_MAX_SPAN_DAYS INT64CONST(3600)
 #define JS_MAX_SPAN_TEXT "10 years"

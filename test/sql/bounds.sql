@@ -76,3 +76,7 @@ SELECT spent FROM job_state.job WHERE id = :jm;
 SELECT job_state.budget_exhausted('{"usd": 5}', '{"usd": "Infinity"}') AS unreadable_is_used_up,
        job_state.budget_exhausted('{"usd": 5}', '{"usd": 4}') AS under,
        job_state.budget_exhausted('{"usd": 5}', '{}') AS nothing_spent;
+
+-- succeed_many takes at most 10000 tokens, as claim returns at most 10000 jobs
+SELECT * FROM job_state.succeed_many(pg_catalog.array_fill(:'tm'::job_state.claim_token, ARRAY[10001]));
+SELECT * FROM job_state.claim('metered', 'w', max_jobs => 10001);
