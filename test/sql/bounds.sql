@@ -1,11 +1,7 @@
 -- bounds: every span added to a timestamp is finite and at most 10 years,
 -- every amount finite; one queue's options never break another's expiry
-SET client_min_messages = warning;
-SET job_state.drop_live_jobs = on;
-DROP EXTENSION job_state CASCADE;
-RESET job_state.drop_live_jobs;
-RESET client_min_messages;
-CREATE EXTENSION job_state;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/fresh_extension.sql
 \set VERBOSITY default
 
 -- options past the bound are refused with the value and the rule

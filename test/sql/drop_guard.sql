@@ -1,12 +1,8 @@
 -- the drop guard: DROP EXTENSION job_state (or DROP OWNED BY its owner) is
 -- refused while jobs that are not finished exist, unless
 -- job_state.drop_live_jobs is on; other drops are not in its way
-SET client_min_messages = warning;
-SET job_state.drop_live_jobs = on;
-DROP EXTENSION job_state CASCADE;
-RESET job_state.drop_live_jobs;
-RESET client_min_messages;
-CREATE EXTENSION job_state;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/fresh_extension.sql
 \set VERBOSITY default
 SELECT evtname, evtevent, evttags, evtenabled FROM pg_event_trigger
  WHERE evtname = 'job_state_drop_guard';

@@ -1,10 +1,6 @@
 -- side effects at most once per operation id
-SET client_min_messages = warning;
-SET job_state.drop_live_jobs = on;
-DROP EXTENSION job_state CASCADE;
-RESET job_state.drop_live_jobs;
-RESET client_min_messages;
-CREATE EXTENSION job_state;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/fresh_extension.sql
 \set VERBOSITY sqlstate
 SELECT job_state.create_queue('ops', on_lease_expiry => 'retry', retry_interval => '0', jitter => 'none');
 SELECT job_id FROM job_state.submit('ops', '{"mail": "welcome"}');

@@ -1,10 +1,6 @@
 -- operator calls: reconcile, redrive, cancel, purge; dead letters and stats
-SET client_min_messages = warning;
-SET job_state.drop_live_jobs = on;
-DROP EXTENSION job_state CASCADE;
-RESET job_state.drop_live_jobs;
-RESET client_min_messages;
-CREATE EXTENSION job_state;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/fresh_extension.sql
 \set VERBOSITY sqlstate
 SELECT job_state.create_queue('op', retry_interval => '0', jitter => 'none');
 SELECT count(*) FROM (SELECT job_state.submit('op', jsonb_build_object('n', i)) FROM generate_series(1, 8) i) s;

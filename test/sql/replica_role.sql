@@ -1,10 +1,6 @@
 -- replica_role: every trigger of ours fires whatever session_replication_role says
-SET client_min_messages = warning;
-SET job_state.drop_live_jobs = on;
-DROP EXTENSION job_state CASCADE;
-RESET job_state.drop_live_jobs;
-RESET client_min_messages;
-CREATE EXTENSION job_state;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/fresh_extension.sql
 \set VERBOSITY sqlstate
 
 -- no trigger on a table of ours can be skipped by the replica role

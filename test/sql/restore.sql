@@ -1,11 +1,7 @@
 -- a job row written as it could not have been submitted (a dump replayed
 -- without job_state.restore) is refused with a hint naming the setting
-SET client_min_messages = warning;
-SET job_state.drop_live_jobs = on;
-DROP EXTENSION job_state CASCADE;
-RESET job_state.drop_live_jobs;
-RESET client_min_messages;
-CREATE EXTENSION job_state;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/fresh_extension.sql
 \set VERBOSITY sqlstate
 SELECT job_state.create_queue('rst');
 

@@ -1,12 +1,8 @@
 -- claim resumes after this session's last claim in a queue (the mark), and
 -- finds jobs behind the mark again: when the resumed scan comes back short,
 -- after job_state.claim_rescan_interval, after a rollback
-SET client_min_messages = warning;
-SET job_state.drop_live_jobs = on;
-DROP EXTENSION job_state CASCADE;
-RESET job_state.drop_live_jobs;
-RESET client_min_messages;
-CREATE EXTENSION job_state;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/fresh_extension.sql
 \set VERBOSITY sqlstate
 SELECT job_state.create_queue('rq');
 -- jobs named by their key; run_after in the past gives them a fixed order

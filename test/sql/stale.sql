@@ -2,12 +2,8 @@
 -- worker should do: finished, failed, cancelled, retry scheduled, claimed
 -- again by a newer worker, redriven or reconciled by an operator, lease
 -- expired; the SQLSTATE is JS001 in every case
-SET client_min_messages = warning;
-SET job_state.drop_live_jobs = on;
-DROP EXTENSION job_state CASCADE;
-RESET job_state.drop_live_jobs;
-RESET client_min_messages;
-CREATE EXTENSION job_state;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/fresh_extension.sql
 \set VERBOSITY default
 SELECT job_state.create_queue('st', retry_interval => '1 h', jitter => 'none');
 SELECT job_state.create_queue('st_retry', on_lease_expiry => 'retry', retry_interval => '0',
