@@ -30,7 +30,8 @@ OBJS = \
 	src/limits.o \
 	src/slot.o \
 	src/namecheck.o \
-	src/drop_guard.o
+	src/drop_guard.o \
+	src/acl.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 

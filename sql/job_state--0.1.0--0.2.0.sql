@@ -109,3 +109,168 @@ ALTER TABLE job_state.spend ENABLE ALWAYS TRIGGER job_state_spend_append_only;
 ALTER TABLE job_state.spend ENABLE ALWAYS TRIGGER job_state_spend_append_only_truncate;
 ALTER TABLE job_state.operation ENABLE ALWAYS TRIGGER job_state_operation;
 ALTER TABLE job_state.operation ENABLE ALWAYS TRIGGER job_state_operation_truncate;
+
+/*
+ * ---- Per-queue privileges (acl.c) and role identities -------------------
+ * A queue's privileges are an aclitem[] checked with PostgreSQL's aclmask:
+ * submit (INSERT, a), claim and act with its tokens (UPDATE, w), operate
+ * (DELETE, d), read (SELECT, r).  NULL: never granted on, open to every
+ * role that may execute the functions.  grant_queue and revoke_queue are
+ * for the owner (nothing is granted to PUBLIC).
+ */
+ALTER TABLE job_state.queue ADD COLUMN acl pg_catalog.aclitem[]
+	CONSTRAINT queue_acl_valid
+	CHECK (acl IS NULL OR pg_catalog.cardinality(acl) OPERATOR(pg_catalog.=) 0
+		   OR (pg_catalog.array_ndims(acl) OPERATOR(pg_catalog.=) 1
+			   AND pg_catalog.array_position(acl, NULL) IS NULL));
+COMMENT ON COLUMN job_state.queue.acl IS
+	'the queue''s privileges (a = submit, w = claim and act, d = operate, r = read); NULL: open to every role that may execute the functions';
+
+/*
+ * Who submitted a job is the role's OID (regrole), not its name: a rename
+ * keeps a role's jobs, a role dropped and created again under the same
+ * name does not inherit them.  Names of roles that no longer exist become
+ * 0 ('-').  The rewrite of job_state.job takes an ACCESS EXCLUSIVE lock for
+ * its duration.  my_jobs does not show the column: it is swapped out of
+ * the view's definition for the change, keeping the view's grants.
+ */
+CREATE OR REPLACE VIEW job_state.my_jobs WITH (security_barrier) AS
+	SELECT id AS job_id, queue, status, idempotency_key, input, result,
+		   last_error, reason, attempts, accepted_at, started_at, finished_at
+	  FROM job_state.job
+	 WHERE false;
+ALTER TABLE job_state.job
+	ALTER COLUMN submitted_by DROP DEFAULT,
+	ALTER COLUMN submitted_by TYPE pg_catalog.regrole
+		USING COALESCE(pg_catalog.to_regrole(pg_catalog.quote_ident(submitted_by)),
+					   0::pg_catalog.oid::pg_catalog.regrole),
+	ALTER COLUMN submitted_by SET DEFAULT
+		pg_catalog.to_regrole(pg_catalog.quote_ident(CURRENT_USER));
+COMMENT ON COLUMN job_state.job.submitted_by IS
+	'the role that submitted the job (the caller of submit, following SET ROLE), by OID: follows renames; 0 once the role is dropped';
+CREATE OR REPLACE VIEW job_state.my_jobs WITH (security_barrier) AS
+	SELECT id AS job_id, queue, status, idempotency_key, input, result,
+		   last_error, reason, attempts, accepted_at, started_at, finished_at
+	  FROM job_state.job
+	 WHERE submitted_by::pg_catalog.oid OPERATOR(pg_catalog.=)
+		   pg_catalog.to_regrole(pg_catalog.quote_ident(CURRENT_USER))::pg_catalog.oid;
+
+CREATE FUNCTION job_state.grant_queue(queue pg_catalog.text,
+	grantee pg_catalog.text, VARIADIC privileges pg_catalog.text[])
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_grant_queue'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.grant_queue(pg_catalog.text, pg_catalog.text, pg_catalog.text[]) IS
+	'grants privileges on a queue (submit, claim, operate, read, all) to a role or to public; the first grant or revoke on a queue replaces "open to all" by PUBLIC and the owner holding every privilege';
+REVOKE ALL ON FUNCTION job_state.grant_queue(pg_catalog.text, pg_catalog.text, pg_catalog.text[]) FROM PUBLIC;
+
+CREATE FUNCTION job_state.revoke_queue(queue pg_catalog.text,
+	grantee pg_catalog.text, VARIADIC privileges pg_catalog.text[])
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_revoke_queue'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.revoke_queue(pg_catalog.text, pg_catalog.text, pg_catalog.text[]) IS
+	'revokes privileges on a queue (submit, claim, operate, read, all) from a role or from public; reaches every backend when it commits';
+REVOKE ALL ON FUNCTION job_state.revoke_queue(pg_catalog.text, pg_catalog.text, pg_catalog.text[]) FROM PUBLIC;
+
+CREATE FUNCTION job_state.has_queue_privilege(queue pg_catalog.text,
+	privilege pg_catalog.text)
+	RETURNS pg_catalog.bool
+	AS 'MODULE_PATHNAME', 'js_has_queue_privilege'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION job_state.has_queue_privilege(pg_catalog.text, pg_catalog.text) IS
+	'whether the current user holds a privilege (submit, claim, operate, read, all) on a queue; NULL for no such queue';
+
+CREATE FUNCTION job_state.has_queue_privilege(role pg_catalog.text,
+	queue pg_catalog.text, privilege pg_catalog.text)
+	RETURNS pg_catalog.bool
+	AS 'MODULE_PATHNAME', 'js_has_queue_privilege_role'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION job_state.has_queue_privilege(pg_catalog.text, pg_catalog.text, pg_catalog.text) IS
+	'whether a role (or public) holds a privilege on a queue; NULL for no such queue';
+
+GRANT EXECUTE ON FUNCTION
+	job_state.has_queue_privilege(pg_catalog.text, pg_catalog.text),
+	job_state.has_queue_privilege(pg_catalog.text, pg_catalog.text, pg_catalog.text)
+	TO PUBLIC;
+
+CREATE VIEW job_state.queue_privileges WITH (security_barrier) AS
+	SELECT q.name AS queue,
+		   CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'public'
+				ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END AS grantee,
+		   CASE a.privilege_type WHEN 'INSERT' THEN 'submit' WHEN 'UPDATE' THEN 'claim'
+				WHEN 'DELETE' THEN 'operate' WHEN 'SELECT' THEN 'read' END AS privilege
+	  FROM job_state.queue q
+	  CROSS JOIN LATERAL pg_catalog.aclexplode(q.acl) a
+	 WHERE job_state.has_queue_privilege(q.name, 'operate');
+COMMENT ON VIEW job_state.queue_privileges IS
+	'one row per grantee and privilege of every queue that has been granted on (queues not listed are open to all), for the queues the current user may operate';
+
+/*
+ * The jobs of the queues the current user may read; tenants read their
+ * queues through it (they get no privilege on the tables).
+ */
+CREATE VIEW job_state.queue_jobs WITH (security_barrier) AS
+	SELECT id AS job_id, queue, status, submitted_by, idempotency_key, input,
+		   result, last_error, reason, attempts, accepted_at, started_at,
+		   finished_at
+	  FROM job_state.job
+	 WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(
+		   SELECT q.name FROM job_state.queue q
+			WHERE job_state.has_queue_privilege(q.name, 'read')));
+COMMENT ON VIEW job_state.queue_jobs IS
+	'the jobs of the queues the current user may read (has_queue_privilege(queue, ''read''))';
+
+CREATE OR REPLACE VIEW job_state.dead_letters AS
+	SELECT id AS job_id, queue, status, reason, last_error, finished_at
+	  FROM job_state.job
+	 WHERE status IN ('failed', 'unknown')
+	   AND queue OPERATOR(pg_catalog.=) ANY (ARRAY(
+		   SELECT q.name FROM job_state.queue q
+			WHERE job_state.has_queue_privilege(q.name, 'read')));
+ALTER VIEW job_state.dead_letters SET (security_barrier);
+COMMENT ON VIEW job_state.dead_letters IS
+	'failed jobs and jobs whose outcome is unknown, of the queues the current user may read: candidates for reconcile or redrive';
+
+CREATE OR REPLACE VIEW job_state.queue_stats AS
+	SELECT q.name AS queue,
+		   s.accepted, s.running, s.succeeded, s.failed, s.unknown, s.cancelled,
+		   s.oldest_waiting, s.wait_p50, s.wait_p95, s.run_p50, s.run_p95,
+		   s.throttle_rate,
+		   s.failed + s.unknown AS dead_letters,
+		   COALESCE(r.stale_refusals, 0) AS stale_refusals
+	  FROM job_state.queue q
+	  CROSS JOIN LATERAL (
+		SELECT pg_catalog.count(*) FILTER (WHERE j.status = 'accepted') AS accepted,
+			   pg_catalog.count(*) FILTER (WHERE j.status = 'running') AS running,
+			   pg_catalog.count(*) FILTER (WHERE j.status = 'succeeded') AS succeeded,
+			   pg_catalog.count(*) FILTER (WHERE j.status = 'failed') AS failed,
+			   pg_catalog.count(*) FILTER (WHERE j.status = 'unknown') AS unknown,
+			   pg_catalog.count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled,
+			   pg_catalog.now() - pg_catalog.min(j.run_after)
+				 FILTER (WHERE j.status = 'accepted' AND j.run_after <= pg_catalog.now())
+				 AS oldest_waiting,
+			   pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY j.started_at - j.accepted_at)
+				 FILTER (WHERE j.started_at > pg_catalog.now() - '1 hour'::pg_catalog.interval) AS wait_p50,
+			   pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY j.started_at - j.accepted_at)
+				 FILTER (WHERE j.started_at > pg_catalog.now() - '1 hour'::pg_catalog.interval) AS wait_p95,
+			   pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY j.finished_at - j.started_at)
+				 FILTER (WHERE j.status IN ('succeeded', 'failed')
+						 AND j.finished_at > pg_catalog.now() - '1 hour'::pg_catalog.interval) AS run_p50,
+			   pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY j.finished_at - j.started_at)
+				 FILTER (WHERE j.status IN ('succeeded', 'failed')
+						 AND j.finished_at > pg_catalog.now() - '1 hour'::pg_catalog.interval) AS run_p95,
+			   (pg_catalog.sum(j.throttles) FILTER (WHERE j.started_at > pg_catalog.now() - '1 hour'::pg_catalog.interval))::pg_catalog.float8
+				 / NULLIF(pg_catalog.sum(j.attempts) FILTER (WHERE j.started_at > pg_catalog.now() - '1 hour'::pg_catalog.interval), 0)
+				 AS throttle_rate
+		  FROM job_state.job j
+		 WHERE j.queue = q.name) s
+	  CROSS JOIN LATERAL (
+		SELECT job_state.stale_refusals(q.id) AS stale_refusals) r
+	 WHERE job_state.has_queue_privilege(q.name, 'read');
+ALTER VIEW job_state.queue_stats SET (security_barrier);
+COMMENT ON VIEW job_state.queue_stats IS
+	'one row per queue the current user may read: jobs per status, oldest waiting age, wait (accept to start) and run time percentiles over the last hour, throttle rate, dead letters and stale-token refusals';
+/* ---- end of Per-queue privileges ------------------------------------ */

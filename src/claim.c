@@ -91,6 +91,7 @@ js_claim(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 				 errmsg("queue \"%s\" does not exist", queue),
 				 errhint("Create it with job_state.create_queue().")));
+	JsRequireQueuePrivilege(queue, q.acl, JS_QUEUE_CLAIM);
 
 	if (q.limited && !q.paused)
 	{

@@ -448,6 +448,13 @@ js_fail(PG_FUNCTION_ARGS)
 	" WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT name FROM job_state.queue))" \
 	"  AND id OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE"
 
+static JsPlan job_queue_plan = {
+	"SELECT queue FROM job_state.job"
+	" WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT name FROM job_state.queue))"
+	"  AND id OPERATOR(pg_catalog.=) $1",
+	1, {INT8OID}
+};
+
 static JsPlan job_lock_plan = {
 	"SELECT queue, status::pg_catalog.text" JS_LOCK_JOB_BY_ID,
 	1, {INT8OID}
@@ -456,13 +463,20 @@ static JsPlan job_lock_plan = {
 /*
  * Lock job job_id by plan (whose first two columns are queue and status):
  * its status, and its queue into *queue (copied).  JS008 when there is no
- * such job.
+ * such job, 42501 when the calling role may not operate its queue.
  */
 static char *
 JsLockJobById(JsPlan *plan, int64 job_id, Datum *queue)
 {
 	Datum		id = Int64GetDatum(job_id);
 	bool		isnull;
+
+	/* operate on the job's queue, checked before the job is locked */
+	if (JsExecute(&job_queue_plan, &id, NULL, false, 1) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("job %lld does not exist", (long long) job_id)));
+	JsRequireQueuePrivilegeByName(JsGetDatumCopy(0, 1, &isnull), JS_QUEUE_OPERATE);
 
 	if (JsExecute(plan, &id, NULL, false, 1) == 0)
 		ereport(ERROR,

@@ -158,6 +158,8 @@ JsJobColumnsFor(Relation rel)
 	js_cols.resource = JsColumnNumber(rel, "resource");
 	js_cols.submitted_by = JsColumnNumber(rel, "submitted_by");
 	js_cols.run_after = JsColumnNumber(rel, "run_after");
+	js_cols.submitted_by_oid =
+		TupleDescAttr(tupdesc, js_cols.submitted_by - 1)->atttypid == REGROLEOID;
 
 	status_type = TupleDescAttr(tupdesc, js_cols.status - 1)->atttypid;
 	for (i = 0; i < JS_NUM_STATUS; i++)

@@ -43,6 +43,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "nodes/execnodes.h"
+#include "utils/acl.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -144,6 +145,7 @@ typedef struct JsJobColumns
 	int			run_after;
 	int			resource;
 	int			submitted_by;
+	bool		submitted_by_oid;	/* regrole since 0.2.0; text before */
 } JsJobColumns;
 
 extern const JsJobColumns *JsJobColumnsFor(Relation rel);
@@ -262,7 +264,6 @@ StaticAssertDecl(sizeof(JsClaimToken) == 32, "claim token must be 32 bytes");
 extern JsClaimToken *JsTokenMint(int64 job_id, int32 generation, int32 queue_id);
 extern const char *JsTokenCheck(const JsClaimToken *token);
 extern const char *JsTokenFence(const JsClaimToken *token, Datum *values);
-extern const char *JsQueueName(int32 queue_id);
 
 /* claim_mark.c: where this session's last claim in a queue stopped */
 typedef struct JsClaimKey		/* a job's key in the ready index */
@@ -309,6 +310,7 @@ typedef struct JsQueueOptions
 	int32		max_retries;
 	Interval	max_delay;
 	bool		full_jitter;
+	Acl		   *acl;			/* the queue's privileges; NULL: open (acl.c) */
 } JsQueueOptions;
 
 typedef struct JsTakeArgs
@@ -360,6 +362,18 @@ extern JsTakeResult JsTakeJob(JsTake *t, const JsTakeArgs *args,
 							  const JsCandidate *cand, const int32 *slots,
 							  bool (*may_start) (void *arg), void *arg,
 							  JsTaken *out);
+
+/* acl.c: per-queue privileges, carried by table privilege bits */
+#define JS_QUEUE_SUBMIT		ACL_INSERT
+#define JS_QUEUE_CLAIM		ACL_UPDATE	/* claim, and act with its tokens */
+#define JS_QUEUE_OPERATE	ACL_DELETE
+#define JS_QUEUE_READ		ACL_SELECT
+#define JS_QUEUE_ALL \
+	(JS_QUEUE_SUBMIT | JS_QUEUE_CLAIM | JS_QUEUE_OPERATE | JS_QUEUE_READ)
+extern bool JsQueueAllows(const Acl *acl, Oid role, AclMode mode);
+extern void JsRequireQueuePrivilege(const char *queue, const Acl *acl, AclMode mode);
+extern bool JsReadQueueAcl(Datum queue, Acl **acl);
+extern void JsRequireQueuePrivilegeByName(Datum queue, AclMode mode);
 
 /* queue.c */
 extern bool JsReadQueue(Relation queuerel, Relation pkey, Datum queue,

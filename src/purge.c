@@ -9,13 +9,16 @@
  * one statement.  The job trigger refuses every other DELETE; it lets this
  * one through while js_purging is set.  Unknown jobs are never purged:
  * they wait for reconcile.  Once a job is purged its idempotency key can
- * be used again.
+ * be used again.  A role purges only the queues it may operate (acl.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "job_state.h"
 
@@ -26,6 +29,7 @@ static JsPlan purge_plan = {
 	"  DELETE FROM job_state.job"
 	"  WHERE status OPERATOR(pg_catalog.=) ANY ('{succeeded,failed,cancelled}'::job_state.status[])"
 	"   AND finished_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
+	"   AND ($2::pg_catalog.text[] IS NULL OR queue OPERATOR(pg_catalog.=) ANY ($2))"
 	"  RETURNING queue, id),"
 	" e AS (DELETE FROM job_state.job_event v USING d"
 	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id),"
@@ -34,15 +38,58 @@ static JsPlan purge_plan = {
 	" o AS (DELETE FROM job_state.operation v USING d"
 	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)"
 	" SELECT pg_catalog.count(*) FROM d",
-	1, {INTERVALOID}
+	2, {INTERVALOID, TEXTARRAYOID}
 };
+
+static JsPlan queue_acls_plan = {
+	"SELECT name, acl FROM job_state.queue",
+	0, {0}
+};
+
+/*
+ * The queues the calling role may operate, as a text[]; NULL when it may
+ * operate them all (the statement then needs no filter).  One entry per
+ * queue: a bounded loop.  Needs SPI.
+ */
+static Datum
+JsOperableQueues(void)
+{
+	Oid			role = GetOuterUserId();
+	int			n;
+	int			i;
+	int			allowed = 0;
+	Datum	   *names;
+	ArrayType  *array;
+
+	/* before ALTER EXTENSION UPDATE to 0.2.0 there are no privileges */
+	if (superuser_arg(role) ||
+		get_attnum(JsOwnRelid("queue"), "acl") == InvalidAttrNumber)
+		return (Datum) 0;
+	n = JsExecuteLatest(&queue_acls_plan, NULL, NULL, 0);
+	names = palloc(sizeof(Datum) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+		Datum		acl = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+
+		CHECK_FOR_INTERRUPTS();
+		if (isnull || JsQueueAllows(DatumGetAclP(acl), role, JS_QUEUE_OPERATE))
+			names[allowed++] = SPI_getbinval(SPI_tuptable->vals[i],
+											 SPI_tuptable->tupdesc, 1, &isnull);
+	}
+	if (allowed == n)
+		return (Datum) 0;
+	array = construct_array(names, allowed, TEXTOID, -1, false, TYPALIGN_INT);
+	return PointerGetDatum(array);
+}
 
 Datum
 js_purge(PG_FUNCTION_ARGS)
 {
 	Interval   *older_than;
 	int64		n = 0;
-	Datum		arg;
+	Datum		args[2];
+	char		nulls[2] = {' ', ' '};
 
 	JsRefuseNull(fcinfo, 0, "older_than");
 	older_than = PG_GETARG_INTERVAL_P(0);
@@ -53,11 +100,13 @@ js_purge(PG_FUNCTION_ARGS)
 	JsCheckSpanBound("older_than", older_than);
 
 	SPI_connect();
-	arg = PG_GETARG_DATUM(0);
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = JsOperableQueues();
+	nulls[1] = args[1] == (Datum) 0 ? 'n' : ' ';
 	js_purging = true;
 	PG_TRY();
 	{
-		JsExecute(&purge_plan, &arg, NULL, false, 0);
+		JsExecute(&purge_plan, args, nulls, false, 0);
 		n = JsGetInt64(0, 1, NULL);
 	}
 	PG_FINALLY();

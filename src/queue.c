@@ -46,6 +46,7 @@ typedef struct JsQueueColumns
 	int			max_retries;
 	int			max_delay;
 	int			jitter;
+	int			acl;
 } JsQueueColumns;
 
 static JsQueueColumns js_queue_cols;
@@ -68,6 +69,8 @@ JsQueueColumnsFor(Relation rel)
 	js_queue_cols.max_retries = JsColumnNumber(rel, "max_retries");
 	js_queue_cols.max_delay = JsColumnNumber(rel, "max_delay");
 	js_queue_cols.jitter = JsColumnNumber(rel, "jitter");
+	/* 0.2.0 added it; under 0.1.0's table every queue is open */
+	js_queue_cols.acl = Max(SPI_fnumber(RelationGetDescr(rel), "acl"), 0);
 	js_queue_cols.relid = RelationGetRelid(rel);
 	return &js_queue_cols;
 }
@@ -99,6 +102,7 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
 		Interval   *max_lease;
 		bool		uses_resources;
 		text	   *jitter;
+		Datum		acl;
 
 		q->id = DatumGetInt32(slot_getattr(slot, qc->id, &isnull));
 		lease = DatumGetIntervalP(slot_getattr(slot, qc->lease, &isnull));
@@ -125,6 +129,13 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
 		jitter = DatumGetTextPP(slot_getattr(slot, qc->jitter, &isnull));
 		q->full_jitter = VARSIZE_ANY_EXHDR(jitter) == 4 &&
 			memcmp(VARDATA_ANY(jitter), "full", 4) == 0;
+		q->acl = NULL;
+		if (qc->acl > 0)
+		{
+			acl = slot_getattr(slot, qc->acl, &isnull);
+			if (!isnull)
+				q->acl = DatumGetAclPCopy(acl);
+		}
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
@@ -348,6 +359,7 @@ JsSetPaused(FunctionCallInfo fcinfo, bool paused)
 
 	values[0] = PG_GETARG_DATUM(0);
 	values[1] = BoolGetDatum(paused);
+	JsRequireQueuePrivilegeByName(values[0], JS_QUEUE_OPERATE);
 	SPI_connect();
 	if (JsExecute(&pause_plan, values, NULL, false, 0) == 0)
 		JsNoSuchQueue(fcinfo);

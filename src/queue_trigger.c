@@ -33,6 +33,11 @@
  * Once a job of the queue named a resource, uses_resources stays set: it is
  * what sends claim down the slot-taking path (limits.c).
  *
+ * A change of a queue's privileges (acl) invalidates the queue table's
+ * relcache entry, which resets the per-backend cache that token checks
+ * read them from (token.c): a revoke reaches every backend when it
+ * commits.
+ *
  * job_state.restore lets a superuser replay or repair a dump as it is: the
  * dump brings the slots with it.
  *
@@ -44,6 +49,7 @@
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/inval.h"
 #include "utils/rel.h"
 
 #include "job_state.h"
@@ -194,6 +200,25 @@ js_queue_trigger(PG_FUNCTION_ARGS)
 		HeapTuple	new = trigdata->tg_newtuple;
 		Datum		new_name = heap_getattr(new, name_att, desc, &isnull);
 		int			uses_att = JsColumnNumber(rel, "uses_resources");
+		/* 0.2.0 added it (0.1.0's table has none until the update) */
+		int			acl_att = SPI_fnumber(desc, "acl");
+
+		/*
+		 * Token checks cache a queue's privileges (token.c): a change to
+		 * them, by grant_queue, revoke_queue or raw SQL, resets that cache
+		 * in every backend once it commits.
+		 */
+		if (acl_att > 0)
+		{
+			bool		old_null;
+			bool		new_null;
+			Datum		old_acl = heap_getattr(old, acl_att, desc, &old_null);
+			Datum		new_acl = heap_getattr(new, acl_att, desc, &new_null);
+
+			if (old_null != new_null ||
+				(!old_null && !datumIsEqual(old_acl, new_acl, false, -1)))
+				CacheInvalidateRelcacheByRelid(RelationGetRelid(rel));
+		}
 
 		if (js_restore)
 			return PointerGetDatum(new);

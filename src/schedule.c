@@ -145,6 +145,8 @@ js_schedule(PG_FUNCTION_ARGS)
 				 errmsg("queue \"%s\" does not exist", queue),
 				 errdetail("Schedule \"%s\" would submit its jobs to it.", name),
 				 errhint("Create it with job_state.create_queue().")));
+	/* the sweeper submits its ticks: the caller must be allowed to submit */
+	JsRequireQueuePrivilegeByName(values[2], JS_QUEUE_SUBMIT);
 	if (JsExecute(&insert_plan, values, NULL, false, 0) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),

@@ -130,6 +130,9 @@ JsSubmitInsert(FunctionCallInfo fcinfo, Datum submitter, int64 *job_id,
 				 errmsg("queue \"%s\" does not exist",
 						text_to_cstring(PG_GETARG_TEXT_PP(ARG_QUEUE))),
 				 errhint("Create it with job_state.create_queue().")));
+	/* before the key is looked at: no answer about another's keys */
+	JsRequireQueuePrivilege(text_to_cstring(PG_GETARG_TEXT_PP(ARG_QUEUE)), q.acl,
+							JS_QUEUE_SUBMIT);
 
 	JsRowWriterBegin(&w, job, has_key);
 	slot = JsRowWriterSlot(&w, &TTSOpsVirtual);
@@ -158,7 +161,11 @@ JsSubmitInsert(FunctionCallInfo fcinfo, Datum submitter, int64 *job_id,
 	JsSetArg(fcinfo, slot, set, cols->budget, ARG_BUDGET);
 	JsSetArg(fcinfo, slot, set, cols->resource, ARG_RESOURCE);
 	JsSetArg(fcinfo, slot, set, cols->concurrency_key, ARG_CONCURRENCY_KEY);
-	JsSetColumn(slot, set, cols->submitted_by, submitter, false);
+	/* until ALTER EXTENSION UPDATE, a 0.1.0 table stores the role's name */
+	JsSetColumn(slot, set, cols->submitted_by,
+				cols->submitted_by_oid ? submitter :
+				CStringGetTextDatum(GetUserNameFromId(DatumGetObjectId(submitter), false)),
+				false);
 	JsRowWriterDefaults(&w, slot, set);
 	ExecStoreVirtualTuple(slot);
 
@@ -221,7 +228,7 @@ js_submit(PG_FUNCTION_ARGS)
 		JsCheckKey("concurrency key", text_to_cstring(PG_GETARG_TEXT_PP(ARG_CONCURRENCY_KEY)));
 
 	/* the caller, not the definer: follows SET ROLE */
-	submitter = CStringGetTextDatum(GetUserNameFromId(GetOuterUserId(), false));
+	submitter = ObjectIdGetDatum(GetOuterUserId());
 
 	JsInitMaterialized(fcinfo);
 

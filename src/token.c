@@ -37,6 +37,7 @@
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "job_state.h"
@@ -63,6 +64,7 @@ typedef struct JsQueueNameEntry
 {
 	int32		queue_id;		/* hash key */
 	char	   *name;
+	Acl		   *acl;			/* NULL: open (acl.c) */
 } JsQueueNameEntry;
 
 static MemoryContext JsCacheContext = NULL;
@@ -70,6 +72,7 @@ static uint8 *js_secrets[JS_MAX_SECRETS];	/* newest first */
 static int	js_secret_lens[JS_MAX_SECRETS];
 static int	js_nsecrets = 0;
 static Oid	js_secret_relid = InvalidOid;
+static Oid	js_queue_relid = InvalidOid;
 static HTAB *js_queue_names = NULL;
 static bool js_callback_registered = false;
 
@@ -95,7 +98,16 @@ static JsPlan retire_secrets_plan = {
 };
 
 static JsPlan queue_name_plan = {
-	"SELECT name FROM job_state.queue WHERE id OPERATOR(pg_catalog.=) $1",
+	"SELECT name, acl, 'job_state.queue'::pg_catalog.regclass::pg_catalog.oid"
+	"  FROM job_state.queue WHERE id OPERATOR(pg_catalog.=) $1",
+	1, {INT4OID}
+};
+
+/* before ALTER EXTENSION UPDATE to 0.2.0: no acl, every queue open */
+static JsPlan queue_name_plan_0_1 = {
+	"SELECT name, NULL::pg_catalog.aclitem[],"
+	"  'job_state.queue'::pg_catalog.regclass::pg_catalog.oid"
+	"  FROM job_state.queue WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {INT4OID}
 };
 
@@ -106,13 +118,15 @@ JsCacheReset(void)
 		MemoryContextReset(JsCacheContext);
 	js_nsecrets = 0;
 	js_secret_relid = InvalidOid;
+	js_queue_relid = InvalidOid;
 	js_queue_names = NULL;
 }
 
 static void
 JsRelcacheCallback(Datum arg, Oid relid)
 {
-	if (relid == InvalidOid || relid == js_secret_relid)
+	/* a queue's privileges change: the queue trigger invalidates the table */
+	if (relid == InvalidOid || relid == js_secret_relid || relid == js_queue_relid)
 		JsCacheReset();
 }
 
@@ -229,11 +243,14 @@ JsTokenMint(int64 job_id, int32 generation, int32 queue_id)
 }
 
 /*
- * Name of a queue by its number, palloc'd in the caller's context (the
- * cache may be reset by any later catalog access).
+ * Name and privileges of a queue by its number, palloc'd in the caller's
+ * context (the cache may be reset by any later catalog access).  Read
+ * under the latest snapshot: a revoke that committed before this backend
+ * processed its invalidation is seen, and one that commits later resets
+ * the cache when its invalidation arrives.
  */
-const char *
-JsQueueName(int32 queue_id)
+static const char *
+JsQueueNameAcl(int32 queue_id, Acl **acl)
 {
 	JsQueueNameEntry *entry;
 	bool		found;
@@ -255,30 +272,57 @@ JsQueueName(int32 queue_id)
 	{
 		Datum		arg = Int32GetDatum(queue_id);
 		char	   *name;
+		bool		isnull;
+		Datum		acl_datum;
+		Oid			relid;
 
-		if (JsExecute(&queue_name_plan, &arg, NULL, true, 1) != 1)
+		if (JsExecuteLatest(get_attnum(JsOwnRelid("queue"), "acl") != InvalidAttrNumber ?
+							&queue_name_plan : &queue_name_plan_0_1,
+							&arg, NULL, 1) != 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 					 errmsg("queue number %d does not exist", queue_id),
 					 errdetail("The token names a queue that was dropped.")));
 		name = JsGetText(0, 1);
+		acl_datum = JsGetDatumCopy(0, 2, &isnull);
+		*acl = isnull ? NULL : DatumGetAclPCopy(acl_datum);
+		relid = DatumGetObjectId(JsGetDatumCopy(0, 3, &isnull));
 		/* the lookup may have reset the cache: look again */
 		if (js_queue_names == NULL)
 			return pstrdup(name);
 		entry = hash_search(js_queue_names, &queue_id, HASH_ENTER, &found);
 		if (!found)
+		{
 			entry->name = MemoryContextStrdup(JsCacheContext, name);
+			entry->acl = NULL;
+			if (*acl != NULL)
+			{
+				entry->acl = MemoryContextAlloc(JsCacheContext, ACL_SIZE(*acl));
+				memcpy(entry->acl, *acl, ACL_SIZE(*acl));
+			}
+			js_queue_relid = relid;
+		}
+		return pstrdup(name);
+	}
+	*acl = NULL;
+	if (entry->acl != NULL)
+	{
+		*acl = palloc(ACL_SIZE(entry->acl));
+		memcpy(*acl, entry->acl, ACL_SIZE(entry->acl));
 	}
 	return pstrdup(entry->name);
 }
 
 /*
- * Verify a token's MAC (JS007 if it does not verify) and return its queue
- * name.  Needs SPI.
+ * Verify a token's MAC (JS007 if it does not verify) and the calling
+ * role's claim privilege on its queue (42501), and return its queue name.
+ * Needs SPI.
  */
 const char *
 JsTokenCheck(const JsClaimToken *token)
 {
+	const char *queue;
+	Acl		   *acl;
 	uint8		mac[JS_TOKEN_MAC_LEN];
 	uint8		diff = 1;
 	int			keyno;
@@ -298,7 +342,10 @@ JsTokenCheck(const JsClaimToken *token)
 				 errmsg("claim token is not valid"),
 				 errdetail("The token's signature does not verify."),
 				 errhint("Use the token exactly as claim returned it.")));
-	return JsQueueName(token->queue_id);
+	queue = JsQueueNameAcl(token->queue_id, &acl);
+	/* a token is acted on only by a role that may claim from its queue */
+	JsRequireQueuePrivilege(queue, acl, JS_QUEUE_CLAIM);
+	return queue;
 }
 
 /*

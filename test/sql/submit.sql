@@ -88,7 +88,7 @@ BEGIN;
 SELECT job_id AS d1 FROM job_state.submit('sub', '{"d": 1}') \gset
 SELECT spent, status, generation, attempts, retries, throttles, cancel_requested,
        queue_slot, resource_slot, key_slot, accepted_at = now() AS accepted_now, run_after = now() AS runs_now,
-       submitted_by = current_user AS by_me
+       submitted_by::text = current_user AS by_me
   FROM job_state.job WHERE id = :d1;
 COMMIT;
 ALTER TABLE job_state.job ALTER COLUMN spent SET DEFAULT '{"seeded": 0}';

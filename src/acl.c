@@ -1,0 +1,341 @@
+/*-------------------------------------------------------------------------
+ *
+ * acl.c
+ *	  Per-queue privileges: who may submit to a queue, claim from it and act
+ *	  with its tokens, operate it (reconcile, redrive, cancel, purge, pause,
+ *	  resume), and read its jobs.  grant_queue, revoke_queue and
+ *	  has_queue_privilege, and the checks the API functions make.
+ *
+ * A queue's privileges are PostgreSQL's own: an aclitem[] in queue.acl,
+ * checked with aclmask(), so role membership, PUBLIC, renames and dropped
+ * roles behave as they do for tables.  Four of the table privilege bits
+ * carry our four privileges (the letters are what aclitem prints):
+ *	submit  = INSERT (a)     claim   = UPDATE (w)
+ *	operate = DELETE (d)     read    = SELECT (r)
+ * A queue whose acl is NULL has never been granted on and is open: every
+ * role that may execute a function may use it on the queue, as before
+ * there were per-queue privileges.  The first grant or revoke makes the
+ * default explicit (the owner of job_state's tables and PUBLIC have every
+ * privilege) and changes that, as GRANT does for a function.  Superusers
+ * pass every check.
+ *
+ * The calling role is the outer user (GetOuterUserId(): the role that
+ * called our SECURITY DEFINER function, following SET ROLE).
+ * has_queue_privilege() is not SECURITY DEFINER and checks the current
+ * user, as has_table_privilege() does; the views that filter by it run it
+ * as the role that queries them.
+ *
+ * Only the API functions check.  A role given table privileges on our
+ * tables (an operator of the whole installation) is not held to per-queue
+ * privileges; the multi-tenant recipe in the README gives tenants none.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "job_state.h"
+
+PG_FUNCTION_INFO_V1(js_grant_queue);
+PG_FUNCTION_INFO_V1(js_revoke_queue);
+PG_FUNCTION_INFO_V1(js_has_queue_privilege);
+PG_FUNCTION_INFO_V1(js_has_queue_privilege_role);
+
+typedef struct JsQueuePrivName
+{
+	const char *name;
+	AclMode		mode;
+} JsQueuePrivName;
+
+static const JsQueuePrivName js_queue_privs[] = {
+	{"submit", JS_QUEUE_SUBMIT},
+	{"claim", JS_QUEUE_CLAIM},
+	{"operate", JS_QUEUE_OPERATE},
+	{"read", JS_QUEUE_READ},
+	{"all", JS_QUEUE_ALL},
+};
+
+static JsPlan lock_queue_plan = {
+	"SELECT acl FROM job_state.queue WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {TEXTOID}
+};
+
+static JsPlan set_acl_plan = {
+	"UPDATE job_state.queue SET acl = $2 WHERE name OPERATOR(pg_catalog.=) $1",
+	2, {TEXTOID, ACLITEMARRAYOID}
+};
+
+/* the name of one privilege bit, for messages */
+static const char *
+JsQueuePrivilegeName(AclMode mode)
+{
+	int			i;
+
+	for (i = 0; i < lengthof(js_queue_privs); i++)
+		if (js_queue_privs[i].mode == mode)
+			return js_queue_privs[i].name;
+	return "?";
+}
+
+/* a privilege named by the caller: 22023 for anything else */
+static AclMode
+JsParseQueuePrivilege(const char *name)
+{
+	int			i;
+
+	for (i = 0; i < lengthof(js_queue_privs); i++)
+		if (pg_strcasecmp(name, js_queue_privs[i].name) == 0)
+			return js_queue_privs[i].mode;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unrecognized queue privilege \"%s\"", name),
+			 errhint("A queue's privileges are submit, claim, operate, read and all.")));
+	return 0;					/* keep the compiler quiet */
+}
+
+/* the owner of job_state's tables: the grantor of every queue privilege */
+static Oid
+JsQueueOwner(void)
+{
+	Oid			relid = JsOwnRelid("queue");
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+/*
+ * Whether role holds every privilege of mode on a queue with this acl
+ * (NULL: never granted on, open to all).
+ */
+bool
+JsQueueAllows(const Acl *acl, Oid role, AclMode mode)
+{
+	if (acl == NULL || superuser_arg(role))
+		return true;
+	/* '{}' written by raw SQL has no dimensions: nobody holds anything */
+	if (ARR_NDIM(acl) == 0)
+		return false;
+	/* no grant-option bits are asked for, so the owner argument is unused */
+	return aclmask(acl, role, InvalidOid, mode, ACLMASK_ALL) == mode;
+}
+
+/*
+ * 42501 unless the calling role holds mode on queue.  Every API function
+ * checks before it reads or writes a job of the queue, so a role that may
+ * not use a queue learns nothing about its jobs or keys.
+ */
+void
+JsRequireQueuePrivilege(const char *queue, const Acl *acl, AclMode mode)
+{
+	Oid			role = GetOuterUserId();
+
+	if (!JsQueueAllows(acl, role, mode))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for queue \"%s\"", queue),
+				 errdetail("Role \"%s\" does not hold the %s privilege on the queue.",
+						   GetUserNameFromId(role, false),
+						   JsQueuePrivilegeName(mode)),
+				 errhint("A queue's privileges are granted with job_state.grant_queue().")));
+}
+
+/*
+ * The acl of queue by its name, under the latest snapshot (privileges are
+ * checked against what is committed, as the catalogs are): false when
+ * there is no such queue.  *acl is NULL for an open queue.
+ */
+bool
+JsReadQueueAcl(Datum queue, Acl **acl)
+{
+	Relation	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
+	Relation	pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
+	JsQueueOptions q;
+	bool		found;
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	found = JsReadQueue(queuerel, pkey, queue, NULL, &q);
+	PopActiveSnapshot();
+	index_close(pkey, AccessShareLock);
+	table_close(queuerel, AccessShareLock);
+	*acl = found ? q.acl : NULL;
+	return found;
+}
+
+/* JsRequireQueuePrivilege for a queue named by text; JS008 if there is none */
+void
+JsRequireQueuePrivilegeByName(Datum queue, AclMode mode)
+{
+	Acl		   *acl;
+
+	if (!JsReadQueueAcl(queue, &acl))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("queue \"%s\" does not exist", TextDatumGetCString(queue)),
+				 errhint("Create it with job_state.create_queue().")));
+	JsRequireQueuePrivilege(TextDatumGetCString(queue), acl, mode);
+}
+
+/* the privilege bits of a VARIADIC text[] argument */
+static AclMode
+JsPrivilegesArg(FunctionCallInfo fcinfo, int argno)
+{
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(argno);
+	Datum	   *names;
+	bool	   *nulls;
+	int			n;
+	int			i;
+	AclMode		mode = 0;
+
+	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &names, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("no queue privilege given"),
+				 errhint("Name one or more of submit, claim, operate, read and all.")));
+	/* at most as many elements as the caller sent: a bounded loop */
+	for (i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("a queue privilege must not be null")));
+		mode |= JsParseQueuePrivilege(TextDatumGetCString(names[i]));
+	}
+	return mode;
+}
+
+/* the role named by grantee ("public" for PUBLIC): 42704 if there is none */
+static Oid
+JsGranteeArg(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+
+	if (strcmp(name, "public") == 0)
+		return ACL_ID_PUBLIC;
+	return get_role_oid(name, false);
+}
+
+/*
+ * grant_queue and revoke_queue: change one grantee's privileges on a queue.
+ * The queue row is locked, so concurrent changes of one queue apply one
+ * after the other; the queue table's trigger tells every backend (token
+ * checks cache a queue's acl) once the change commits.
+ */
+static Datum
+JsChangeQueueAcl(FunctionCallInfo fcinfo, bool grant)
+{
+	Datum		queue;
+	Oid			grantee;
+	AclMode		mode;
+	Oid			owner;
+	Acl		   *acl;
+	AclItem		item;
+	Datum		values[2];
+	Datum		stored;
+	bool		isnull;
+
+	JsRefuseNull(fcinfo, 0, "queue");
+	JsRefuseNull(fcinfo, 1, "grantee");
+	JsRefuseNull(fcinfo, 2, "privileges");
+	PreventCommandIfReadOnly(grant ? "grant_queue()" : "revoke_queue()");
+	queue = PG_GETARG_DATUM(0);
+	grantee = JsGranteeArg(fcinfo, 1);
+	mode = JsPrivilegesArg(fcinfo, 2);
+	owner = JsQueueOwner();
+
+	SPI_connect();
+	if (JsExecute(&lock_queue_plan, &queue, NULL, false, 1) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("queue \"%s\" does not exist", TextDatumGetCString(queue)),
+				 errhint("Create it with job_state.create_queue().")));
+	stored = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		acl = DatumGetAclPCopy(stored);
+	else
+	{
+		/* the default made explicit: PUBLIC and the owner hold everything */
+		AclItem		all;
+
+		acl = make_empty_acl();
+		all.ai_grantor = owner;
+		ACLITEM_SET_PRIVS_GOPTIONS(all, JS_QUEUE_ALL, ACL_NO_RIGHTS);
+		all.ai_grantee = ACL_ID_PUBLIC;
+		acl = aclupdate(acl, &all, ACL_MODECHG_ADD, owner, DROP_RESTRICT);
+		all.ai_grantee = owner;
+		acl = aclupdate(acl, &all, ACL_MODECHG_ADD, owner, DROP_RESTRICT);
+	}
+	item.ai_grantee = grantee;
+	item.ai_grantor = owner;
+	ACLITEM_SET_PRIVS_GOPTIONS(item, mode, ACL_NO_RIGHTS);
+	acl = aclupdate(acl, &item, grant ? ACL_MODECHG_ADD : ACL_MODECHG_DEL,
+					owner, DROP_RESTRICT);
+
+	values[0] = queue;
+	values[1] = PointerGetDatum(acl);
+	if (JsExecute(&set_acl_plan, values, NULL, false, 0) != 1)
+		JsRefuseSkippedUpdate();
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+Datum
+js_grant_queue(PG_FUNCTION_ARGS)
+{
+	return JsChangeQueueAcl(fcinfo, true);
+}
+
+Datum
+js_revoke_queue(PG_FUNCTION_ARGS)
+{
+	return JsChangeQueueAcl(fcinfo, false);
+}
+
+/* has_queue_privilege for role; NULL when there is no such queue */
+static Datum
+JsHasQueuePrivilege(FunctionCallInfo fcinfo, Oid role, int queue_arg)
+{
+	Acl		   *acl;
+	AclMode		mode;
+
+	mode = JsParseQueuePrivilege(text_to_cstring(PG_GETARG_TEXT_PP(queue_arg + 1)));
+	if (!JsReadQueueAcl(PG_GETARG_DATUM(queue_arg), &acl))
+		PG_RETURN_NULL();
+	PG_RETURN_BOOL(JsQueueAllows(acl, role, mode));
+}
+
+/* has_queue_privilege(queue, privilege): the current user */
+Datum
+js_has_queue_privilege(PG_FUNCTION_ARGS)
+{
+	return JsHasQueuePrivilege(fcinfo, GetUserId(), 0);
+}
+
+/* has_queue_privilege(role, queue, privilege) */
+Datum
+js_has_queue_privilege_role(PG_FUNCTION_ARGS)
+{
+	char	   *role = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	return JsHasQueuePrivilege(fcinfo,
+							   strcmp(role, "public") == 0 ? ACL_ID_PUBLIC :
+							   get_role_oid(role, false), 1);
+}
