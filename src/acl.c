@@ -164,16 +164,9 @@ JsRequireQueuePrivilege(const char *queue, const Acl *acl, AclMode mode)
 bool
 JsReadQueueAcl(Datum queue, Acl **acl)
 {
-	Relation	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
-	Relation	pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
 	JsQueueOptions q;
-	bool		found;
+	bool		found = JsReadQueueLatest(queue, &q);
 
-	PushActiveSnapshot(GetLatestSnapshot());
-	found = JsReadQueue(queuerel, pkey, queue, NULL, &q);
-	PopActiveSnapshot();
-	index_close(pkey, AccessShareLock);
-	table_close(queuerel, AccessShareLock);
 	*acl = found ? q.acl : NULL;
 	return found;
 }

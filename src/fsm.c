@@ -326,6 +326,46 @@ JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup
 	}
 }
 
+/*
+ * A start by raw SQL: the slots of the limits the job falls under are taken
+ * as claim takes them (limits.c) and recorded in its slot columns, so that
+ * every start counts against its limits.  The numbers are job_state's to
+ * write: set by hand, they would name a slot the job does not hold.
+ */
+static void
+JsRawStart(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
+		   int64 job_id, int *setcols, Datum *setvals, bool *setnulls, int *nset)
+{
+	int32		numbers[JS_NUM_SLOT_KINDS];
+	bool		no_resource;
+	bool		no_key;
+	bool		isnull;
+	Datum		queue = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
+	Datum		resource = heap_getattr(newtup, cols->resource, tupdesc, &no_resource);
+	Datum		key = heap_getattr(newtup, cols->concurrency_key, tupdesc, &no_key);
+	int			kind;
+
+	for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
+		if (!heap_attisnull(newtup, cols->slot[kind], tupdesc))
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+					 errmsg("job %lld cannot start holding a slot named by hand",
+							(long long) job_id),
+					 errdetail("Column \"%s\" is set; the start takes the slots of its limits itself.",
+							   NameStr(TupleDescAttr(tupdesc, cols->slot[kind] - 1)->attname)),
+					 errhint("Leave the slot columns out of the UPDATE.")));
+
+	JsRawStartSlots(job_id, queue, resource, !no_resource, key, !no_key, numbers);
+	for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
+		if (numbers[kind] != 0)
+		{
+			setcols[*nset] = cols->slot[kind];
+			setvals[*nset] = Int32GetDatum(numbers[kind]);
+			setnulls[*nset] = false;
+			(*nset)++;
+		}
+}
+
 static void
 JsRefuseDecrease(int64 job_id, const char *column, int64 oldval, int64 newval)
 {
@@ -494,9 +534,9 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 	JsStatus	to = JsTupleStatus(cols, newtup, tupdesc);
 	int64		job_id = JsTupleJobId(cols, oldtup, tupdesc);
 	TimestampTz now = GetCurrentTimestamp();
-	int			setcols[10];
-	Datum		setvals[10];
-	bool		setnulls[10];
+	int			setcols[16];
+	Datum		setvals[16];
+	bool		setnulls[16];
 	int			nset = 0;
 	bool		isnull;
 	int32		old_gen;
@@ -623,6 +663,11 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 					 errmsg("a running job needs lease_expires_at"),
 					 errdetail("Job %lld would start without a lease.", (long long) job_id),
 					 errhint("Use job_state.claim().")));
+
+		/* claim holds the slots of its starts; raw SQL takes them here */
+		if (!js_claim_starting)
+			JsRawStart(cols, tupdesc, newtup, job_id, setcols, setvals,
+					   setnulls, &nset);
 
 		SET_COLUMN(cols->generation, Int32GetDatum(old_gen + 1), false);
 		SET_COLUMN(cols->attempts, Int32GetDatum(old_attempts + 1), false);

@@ -352,6 +352,7 @@ typedef struct JsCandidate
 	char	   *concurrency_key;	/* NULL: none */
 } JsCandidate;
 
+extern bool js_claim_starting;
 extern void JsTakeOpen(JsTake *t);
 extern void JsTakeClose(JsTake *t);
 extern bool JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q);
@@ -378,6 +379,7 @@ extern void JsRequireQueuePrivilegeByName(Datum queue, AclMode mode);
 /* queue.c */
 extern bool JsReadQueue(Relation queuerel, Relation pkey, Datum queue,
 						Interval *asked, JsQueueOptions *q);
+extern bool JsReadQueueLatest(Datum queue, JsQueueOptions *q);
 
 /* spi.c: the kept-plan registry */
 #define JS_MAX_PLAN_ARGS 16
@@ -452,6 +454,9 @@ extern void JsJobNamesLimits(Datum queue, Datum resource, bool has_resource,
 							 Datum key, bool has_key);
 extern void JsEnsureSlots(const char *kind, const char *scope, const char *key,
 						  int32 limit);
+extern void JsRawStartSlots(int64 job_id, Datum queue, Datum resource,
+							bool has_resource, Datum key, bool has_key,
+							int32 numbers[JS_NUM_SLOT_KINDS]);
 extern void JsQueueLimitSlots(const char *queue, bool per_key, int32 limit);
 extern void JsResourceLimitSlots(const char *resource, bool adopt, int32 limit);
 extern int	JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,

@@ -273,6 +273,79 @@ JsResourceLimitSlots(const char *resource, bool adopt, int32 limit)
 	JsExecute(&adopt_resource_plan, values, NULL, false, 0);
 }
 
+/* JS003 for a raw-SQL start that finds every slot of a limit held */
+static void
+JsRefuseRawStart(int64 job_id, const char *what, const char *scope, int32 limit)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+			 errmsg("job %lld cannot start: %s \"%s\" runs as many jobs as it may",
+					(long long) job_id, what, scope),
+			 errdetail("Its concurrency limit is %d, and every slot of it is held or being taken.",
+					   limit),
+			 errhint("A start by raw SQL takes a slot as claim does; wait for a job to finish, or use job_state.claim().")));
+}
+
+/*
+ * A start by raw SQL (an operator's UPDATE ... SET status = 'running'):
+ * claim holds the slots of the jobs it starts before it writes them, and
+ * the job trigger calls this for every other start, so that a concurrency
+ * limit and a start rate hold for every start.  numbers[kind] gets the
+ * slot taken for each limit the job falls under (0 for none); JS003 when
+ * a limit has no free slot or the rate no token.  Needs no SPI.
+ */
+void
+JsRawStartSlots(int64 job_id, Datum queue, Datum resource, bool has_resource,
+				Datum key, bool has_key, int32 numbers[JS_NUM_SLOT_KINDS])
+{
+	JsQueueOptions q;
+	char	   *qname = TextDatumGetCString(queue);
+	char	   *rname = has_resource ? TextDatumGetCString(resource) : NULL;
+	char	   *kname = has_key ? TextDatumGetCString(key) : NULL;
+	JsSlot		slots[JS_NUM_SLOT_KINDS];
+	int32		rlimit = 0;
+	double		rate = 0;
+	int			kind;
+
+	memset(numbers, 0, sizeof(int32) * JS_NUM_SLOT_KINDS);
+	memset(slots, 0, sizeof(slots));
+	if (!JsReadQueueLatest(queue, &q) || !q.limited)
+		return;
+	if (has_resource && !JsReadResourceLimits(rname, &rlimit, &rate))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("resource \"%s\" does not exist", rname)));
+
+	/* the order of the claim path: queue, resource, key (job_state.h) */
+	if (q.has_queue_limit &&
+		!JsSlotLockFree(&slots[JS_SLOT_QUEUE], "queue", qname, NULL, q.queue_limit))
+		JsRefuseRawStart(job_id, "queue", qname, q.queue_limit);
+	if (rlimit > 0 &&
+		!JsSlotLockFree(&slots[JS_SLOT_RESOURCE], "resource", rname, NULL, rlimit))
+		JsRefuseRawStart(job_id, "resource", rname, rlimit);
+	if (q.has_key_limit && has_key &&
+		!JsSlotLockFree(&slots[JS_SLOT_KEY], "key", qname, kname, q.key_limit))
+		JsRefuseRawStart(job_id, "concurrency key", kname, q.key_limit);
+	if (rate > 0)
+	{
+		bool		busy;
+
+		if (!JsTakeStartToken(rname, rate, &busy))
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+					 errmsg("job %lld cannot start: resource \"%s\" has used up its start rate",
+							(long long) job_id, rname),
+					 errdetail("Its max_starts_per_second is %g.", rate),
+					 errhint("A start by raw SQL takes a start token as claim does; try again in a moment, or use job_state.claim().")));
+	}
+	for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
+	{
+		numbers[kind] = slots[kind].n;
+		if (slots[kind].n != 0)
+			JsSlotHold(&slots[kind], job_id, qname);
+	}
+}
+
 /*
  * The slow claim path, for queues with a limit or jobs naming a resource.
  */

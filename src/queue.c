@@ -14,6 +14,7 @@
 
 #include "access/genam.h"
 #include "access/nbtree.h"
+#include "access/table.h"
 #include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "utils/builtins.h"
@@ -139,6 +140,25 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
+	return found;
+}
+
+/*
+ * JsReadQueue under the latest snapshot, opening the relations itself: for
+ * privilege checks (acl.c) and a raw-SQL start's limits (limits.c).
+ */
+bool
+JsReadQueueLatest(Datum queue, JsQueueOptions *q)
+{
+	Relation	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
+	Relation	pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
+	bool		found;
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	found = JsReadQueue(queuerel, pkey, queue, NULL, q);
+	PopActiveSnapshot();
+	index_close(pkey, AccessShareLock);
+	table_close(queuerel, AccessShareLock);
 	return found;
 }
 

@@ -58,6 +58,9 @@
 
 #include "job_state.h"
 
+/* true while claim writes the job it starts (the job trigger reads it) */
+bool		js_claim_starting = false;
+
 /* one step of taking jobs: the writer and its slots */
 typedef struct JsTakeStep
 {
@@ -225,8 +228,20 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
 	}
 	ExecStoreVirtualTuple(newslot);
 
-	/* the job trigger bumps generation and attempts: read them after */
-	JsRowWriterUpdate(w, locked, newslot);
+	/*
+	 * The job trigger bumps generation and attempts: read them after.  It
+	 * takes slots for a start by raw SQL; this one holds its slots already.
+	 */
+	js_claim_starting = true;
+	PG_TRY();
+	{
+		JsRowWriterUpdate(w, locked, newslot);
+	}
+	PG_FINALLY();
+	{
+		js_claim_starting = false;
+	}
+	PG_END_TRY();
 
 	out->job_id = DatumGetInt64(slot_getattr(newslot, cols->id, &isnull));
 	out->generation = DatumGetInt32(slot_getattr(newslot, cols->generation, &isnull));

@@ -145,13 +145,38 @@ UPDATE job_state.job SET queue_slot = NULL WHERE id = :rl;
 \set VERBOSITY sqlstate
 UPDATE job_state.job SET queue_slot = 2 WHERE id = :rl;
 SELECT queue_slot FROM job_state.job WHERE id = :rl;
--- numbers set by hand on a job that holds no such slot free nothing: here a
--- raw start that names the slot another job holds, and a key slot on a job
--- without a key
+-- a raw start cannot name slot numbers (here the slot another job holds,
+-- and a key slot on a job without a key)
 SELECT job_id AS rl2 FROM job_state.submit('raw_lim', '{"n": 2}') \gset
 UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min',
        queue_slot = 1, key_slot = 1 WHERE id = :rl2;
-UPDATE job_state.job SET status = 'failed' WHERE id = :rl2 RETURNING queue_slot, key_slot;
+-- a raw start is held to the limits as a claim is: the queue's one slot is
+-- rl's, so rl2 cannot start
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min'
+ WHERE id = :rl2;
 SELECT job_id = :rl AS still_held_by_its_job FROM job_state.slot WHERE scope = 'raw_lim';
 SELECT job_state.succeed(:'rl_token');
 SELECT job_id AS freed FROM job_state.slot WHERE scope = 'raw_lim';
+-- once it is free, the raw start takes it, and claim finds the limit full
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min'
+ WHERE id = :rl2 RETURNING queue_slot, attempts;
+SELECT job_id = :rl2 AS held_by_raw_start FROM job_state.slot WHERE scope = 'raw_lim';
+SELECT job_id AS rl3 FROM job_state.submit('raw_lim', '{"n": 3}') \gset
+SELECT count(*) AS claimed_past_limit FROM job_state.claim('raw_lim', 'w');
+UPDATE job_state.job SET status = 'failed' WHERE id = :rl2 RETURNING queue_slot;
+SELECT job_id AS freed_again FROM job_state.slot WHERE scope = 'raw_lim';
+SELECT job_id = :rl3 AS claimed_after FROM job_state.claim('raw_lim', 'w');
+-- a per-key limit and a resource's limit too
+SELECT job_state.create_resource('raw_gpu', concurrency_limit => 1);
+SELECT job_state.create_queue('raw_keyed', per_key_limit => 1);
+SELECT job_id AS k1 FROM job_state.submit('raw_keyed', '{"n": 1}', concurrency_key => 'tenant-1') \gset
+SELECT job_id AS k2 FROM job_state.submit('raw_keyed', '{"n": 2}', concurrency_key => 'tenant-1') \gset
+SELECT job_id AS g1 FROM job_state.submit('raw_keyed', '{"n": 3}', resource => 'raw_gpu') \gset
+SELECT job_id AS g2 FROM job_state.submit('raw_keyed', '{"n": 4}', resource => 'raw_gpu') \gset
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min'
+ WHERE id IN (:k1, :g1) RETURNING id = :k1 AS is_k1, key_slot, resource_slot;
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min'
+ WHERE id = :k2;
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min'
+ WHERE id = :g2;
+SELECT count(*) AS claimed_past_limits FROM job_state.claim('raw_keyed', 'w', max_jobs => 10);
