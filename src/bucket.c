@@ -26,14 +26,21 @@
  * read under the latest snapshot whatever the isolation level, so a
  * REPEATABLE READ claim never fails for a shard another claimer wrote.  A
  * shard is locked only when its version as read holds a whole token once
- * refilled to now (an empty shard costs neither a lock nor a write), only
- * as that version, and SKIP LOCKED: a shard another claimer holds, or one
- * that changed since it was read, is passed for the next.  The token is
- * taken through the executor's single-row update, a HOT update (only the
- * primary key is indexed).  The lock is kept to the end of the transaction;
- * a rolled-back start gives its token back.  The caller learns whether all
- * shards were empty or one was only held by another claimer: a claim then
- * passes the resource's other jobs, or tries again for the next one.
+ * refilled to now (an empty shard costs neither a lock nor a write) or
+ * was refilled at a time ahead of now, only as that version, and SKIP
+ * LOCKED: a shard another claimer holds, or one that changed since it was
+ * read, is passed for the next.  The token is taken through the executor's
+ * single-row update, a HOT update (only the primary key is indexed).  The
+ * lock is kept to the end of the transaction; a rolled-back start gives
+ * its token back.  The caller learns whether all shards were empty or one
+ * was only held by another claimer: a claim then passes the resource's
+ * other jobs, or tries again for the next one.
+ *
+ * Clock steps: a refill time ahead of the clock (it stepped back) adds no
+ * tokens and takes none away; the first claim that finds such a shard
+ * without a whole token moves its refill time to now, keeping its tokens,
+ * so the shard refills from there: a step back never holds starts back
+ * for longer than a refill from now would.
  *
  * The shards are made again whenever the rate is set or changed
  * (resource.c's AFTER trigger: create_resource, alter_resource and raw SQL
@@ -64,6 +71,9 @@
 
 /* the most shards one resource's rate is split into */
 #define JS_BUCKET_SHARDS 32
+
+/* the highest rate, as create_resource checks it (resource.c) */
+#define JS_BUCKET_MAX_RATE 1e6
 
 /* job_state.bucket's columns */
 enum
@@ -101,11 +111,20 @@ static JsPlan make_plan = {
 	6, {TEXTOID, INT4OID, FLOAT8OID, INT4OID, FLOAT8OID, TIMESTAMPTZOID}
 };
 
-/* The burst of a rate of per_second starts a second: whole starts, at least 1. */
+/*
+ * The burst of a rate of per_second starts a second: whole starts, at least
+ * 1.  Rates above JS_BUCKET_MAX_RATE (or NaN) never reach here through
+ * JsMakeBuckets; one restored as it was is taken as the bound, so the cast
+ * never overflows.
+ */
 static int32
 JsBucketBurst(double per_second)
 {
-	return per_second < 1.0 ? 1 : (int32) per_second;
+	if (per_second < 1.0)
+		return 1;
+	if (!(per_second <= JS_BUCKET_MAX_RATE))
+		return (int32) JS_BUCKET_MAX_RATE;
+	return (int32) per_second;
 }
 
 /* How many shards a rate of per_second starts a second is split into. */
@@ -115,13 +134,19 @@ JsBucketShards(double per_second)
 	return Min(JsBucketBurst(per_second), JS_BUCKET_SHARDS);
 }
 
-/* The tokens a shard holds at now: refilled at per_second, at most burst. */
+/*
+ * The tokens a shard holds at now: refilled at per_second, at most burst.
+ * A refill time ahead of now (the clock stepped back) adds nothing, and
+ * never takes away: the elapsed time is never negative.  The difference is
+ * taken in double: a refill time of -infinity (raw SQL) is a full shard,
+ * where the int64 subtraction would overflow.
+ */
 static double
 JsBucketRefill(double per_second, int32 burst, double tokens,
 			   TimestampTz refilled_at, TimestampTz now)
 {
 	if (now > refilled_at)
-		tokens += per_second * (double) (now - refilled_at) / USECS_PER_SEC;
+		tokens += per_second * ((double) now - (double) refilled_at) / USECS_PER_SEC;
 	return Min(tokens, (double) burst);
 }
 
@@ -142,6 +167,14 @@ JsMakeBuckets(const char *name, double per_second)
 	int			shards;
 	int			i;
 	int			n;
+
+	/* raw SQL passes the resource's CHECK (> 0) with NaN or Infinity */
+	if (!(per_second <= 0) && !(per_second <= JS_BUCKET_MAX_RATE))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_starts_per_second must be greater than 0 and at most 1000000"),
+				 errdetail("Resource \"%s\" would get the rate %g.", name, per_second),
+				 errhint("Use job_state.alter_resource() with a rate in that range.")));
 
 	values[0] = CStringGetTextDatum(name);
 	n = JsExecute(&drop_plan, values, NULL, false, 0);
@@ -198,6 +231,7 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 	JsTMFailureData tmfd;
 	bool		isnull;
 	double		tokens;
+	TimestampTz refilled_at;
 
 	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
 						   pkey->rd_indcollation[0], F_TEXTEQ, CStringGetTextDatum(name));
@@ -212,13 +246,20 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 	}
 	index_endscan(scan);
 
-	/* a shard without a whole token is passed unlocked */
+	/*
+	 * A shard without a whole token is passed unlocked, unless its refill
+	 * time is ahead of now: the clock stepped back (or it was written
+	 * ahead).  Refilling from that time would refuse every start until the
+	 * clock caught up and then for the refill besides, and a shard that is
+	 * never written would never move it back; so it is moved to now, with
+	 * the tokens it holds, and refills from here.
+	 */
+	refilled_at = DatumGetTimestampTz(slot_getattr(found, BUCKET_REFILLED_AT, &isnull));
 	tokens = JsBucketRefill(DatumGetFloat8(slot_getattr(found, BUCKET_PER_SECOND, &isnull)),
 							DatumGetInt32(slot_getattr(found, BUCKET_BURST, &isnull)),
 							DatumGetFloat8(slot_getattr(found, BUCKET_TOKENS, &isnull)),
-							DatumGetTimestampTz(slot_getattr(found, BUCKET_REFILLED_AT, &isnull)),
-							now);
-	if (tokens < 1.0)
+							refilled_at, now);
+	if (tokens < 1.0 && refilled_at <= now)
 		return false;
 
 	/* this version only: a newer one was just written by another claimer */
@@ -227,16 +268,19 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 						 GetCurrentCommandId(false), LockTupleNoKeyExclusive,
 						 LockWaitSkip, 0, &tmfd.tmfd) != TM_Ok)
 	{
-		*busy = true;
+		/* a claimer that holds an empty shard has nothing for this one */
+		if (tokens >= 1.0)
+			*busy = true;
 		return false;
 	}
 
 	JsRowWriterCopy(newslot, locked);
-	newslot->tts_values[BUCKET_TOKENS - 1] = Float8GetDatum(tokens - 1.0);
+	newslot->tts_values[BUCKET_TOKENS - 1] =
+		Float8GetDatum(tokens >= 1.0 ? tokens - 1.0 : tokens);
 	newslot->tts_values[BUCKET_REFILLED_AT - 1] = TimestampTzGetDatum(now);
 	ExecStoreVirtualTuple(newslot);
 	JsRowWriterUpdate(w, locked, newslot);
-	return true;
+	return tokens >= 1.0;
 }
 
 /*

@@ -192,7 +192,8 @@ js_claim(PG_FUNCTION_ARGS)
 /*
  * heartbeat: $1 queue, $2 job, $3 generation, $4 extend (NULL: the queue's
  * lease).  Never past started_at + max_lease; a lease that already ran out
- * is not revived.
+ * is not revived, and one whose max_lease has passed (a max_lease lowered
+ * since the claim) is refused rather than given an expiry in the past.
  */
 static JsPlan heartbeat_plan = {
 	"UPDATE job_state.job j SET lease_expires_at = LEAST("
@@ -203,6 +204,7 @@ static JsPlan heartbeat_plan = {
 	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3"
 	"  AND j.status OPERATOR(pg_catalog.=) 'running'"
 	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+	"  AND j.started_at OPERATOR(pg_catalog.+) q.max_lease OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
 	"  AND q.name OPERATOR(pg_catalog.=) j.queue"
 	" RETURNING j.lease_expires_at, j.cancel_requested",
 	4, {TEXTOID, INT8OID, INT4OID, INTERVALOID}

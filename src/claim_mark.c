@@ -19,7 +19,9 @@
  * only a hint: claim scans from the head again whenever the resumed scan
  * comes back short, after lease expiry, and at least every
  * job_state.claim_rescan_interval; such a job therefore waits at most that
- * long while the queue has other ready work.  A session's own aborted claim
+ * long while the queue has other ready work.  A last scan from the head
+ * that is ahead of the clock (it stepped back) counts as due, so a step
+ * back never makes that wait longer.  A session's own aborted claim
  * forgets its marks (the jobs it took are ready again, behind them).
  *
  * The marks live in backend-local memory (no shared memory is needed, so
@@ -94,7 +96,12 @@ JsClaimMarkGet(const char *queue, TimestampTz now, JsClaimKey *mark)
 	if (js_claim_rescan_interval <= 0)
 		return false;
 	entry = mark_lookup(queue, false);
-	if (entry == NULL || !entry->valid ||
+
+	/*
+	 * A last scan ahead of now means the clock stepped back: the interval
+	 * would only run out once the clock had caught up, so scan again now.
+	 */
+	if (entry == NULL || !entry->valid || entry->scanned_at > now ||
 		TimestampDifferenceExceeds(entry->scanned_at, now,
 								   js_claim_rescan_interval))
 		return false;

@@ -375,7 +375,8 @@ js_fail(PG_FUNCTION_ARGS)
 			wait = PG_GETARG_INTERVAL_P(3);
 		else
 			wait = JsRetryDelay(&q.retry_interval, q.backoff_rate, &q.max_delay,
-								q.full_jitter, retries + 1);
+								q.full_jitter,
+								retries < PG_INT32_MAX ? retries + 1 : retries);
 		run_after = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
 															TimestampTzGetDatum(GetCurrentTimestamp()),
 															IntervalPGetDatum(wait)));
@@ -416,10 +417,15 @@ js_fail(PG_FUNCTION_ARGS)
 	if (retry)
 	{
 		values[cols->run_after - 1] = TimestampTzGetDatum(run_after);
-		values[cols->retries - 1] = Int32GetDatum(DatumGetInt32(values[cols->retries - 1]) + 1);
+		values[cols->retries - 1] =
+			Int32GetDatum(JsCounterAdd(token->job_id, "retries",
+									   DatumGetInt32(values[cols->retries - 1]), 1,
+									   "Fail the job with class permanent, or cancel it."));
 		if (strcmp(class_name, "throttled") == 0)
 			values[cols->throttles - 1] =
-				Int32GetDatum(DatumGetInt32(values[cols->throttles - 1]) + 1);
+				Int32GetDatum(JsCounterAdd(token->job_id, "throttles",
+										   DatumGetInt32(values[cols->throttles - 1]), 1,
+										   "Fail the job with class transient or permanent instead."));
 	}
 
 	values[cols->status - 1] = ObjectIdGetDatum(cols->status_oids[to]);
@@ -550,7 +556,7 @@ js_reconcile(PG_FUNCTION_ARGS)
  * generation, so every older token dies at once.
  */
 static JsPlan redrive_lock_plan = {
-	"SELECT queue, status::pg_catalog.text, budget" JS_LOCK_JOB_BY_ID,
+	"SELECT queue, status::pg_catalog.text, budget, max_attempts" JS_LOCK_JOB_BY_ID,
 	1, {INT8OID}
 };
 
@@ -610,6 +616,16 @@ js_redrive(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 				 errmsg("job %lld is %s and cannot be redriven", (long long) job_id, status),
 				 errdetail("Only failed, unknown or cancelled jobs can be redriven.")));
+	/* max_attempts + extra_attempts must stay an int4 */
+	if (extra_attempts > 0)
+	{
+		bool		no_old_max;
+		int32		old_max = JsGetInt32(0, 4, &no_old_max);
+
+		if (!no_old_max)
+			(void) JsCounterAdd(job_id, "max_attempts", old_max, extra_attempts,
+								"Give a smaller extra_attempts.");
+	}
 	if (!PG_ARGISNULL(2))
 	{
 		budget = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);

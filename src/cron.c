@@ -22,11 +22,17 @@
  * finding one is a can't-happen error.  No SPI, no locks: this file is
  * pure computation.
  *
+ * Bounds: parsing is one pass over the text (any length a text can have:
+ * each element is read once and sets at most 60 bits), checking for
+ * interrupts at each field and element; a search looks at most 400 years
+ * of days and 1440 minutes of each matching day.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
@@ -110,6 +116,8 @@ JsCronParseField(const char *expr, int field, const char *text)
 		bool		single = false;
 		int			v;
 
+		CHECK_FOR_INTERRUPTS();
+
 		if (*p == ',' || *p == '\0')
 			JsCronFieldError(expr, field, text, "A list element is empty.");
 
@@ -191,6 +199,7 @@ JsCronParse(const char *expr, JsCron *cron)
 
 	for (;;)
 	{
+		CHECK_FOR_INTERRUPTS();
 		while (*p == ' ' || *p == '\t')
 			p++;
 		if (*p == '\0')

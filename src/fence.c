@@ -14,7 +14,10 @@
  *	  without history (track_events off) only the generations are given;
  *	- the token's generation: the lease expired (running or unknown), the
  *	  worker itself reported the outcome unknown, the job succeeded, failed
- *	  or was reconciled, was cancelled, or waits for a retry.
+ *	  or was reconciled, was cancelled, or waits for a retry; for
+ *	  heartbeat, also a lease that still runs but has reached started_at +
+ *	  max_lease (max_lease lowered since the claim), which cannot be
+ *	  extended without an expiry in the past.
  * A job that is still the token's running claim means a BEFORE UPDATE
  * trigger skipped the change (09000).  Every JS001 has an errdetail with
  * the generations and an errhint; none of this is read on the success path.
@@ -31,14 +34,18 @@
 #include "commands/sequence.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 
 #include "job_state.h"
 
 static JsPlan job_plan = {
 	"SELECT status::pg_catalog.text, generation,"
 	"  lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(),"
-	"  reason"
-	"  FROM job_state.job"
+	"  reason,"
+	"  (SELECT j.started_at OPERATOR(pg_catalog.+) q.max_lease"
+	"    FROM job_state.queue q WHERE q.name OPERATOR(pg_catalog.=) j.queue),"
+	"  pg_catalog.clock_timestamp()"
+	"  FROM job_state.job j"
 	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
 	2, {TEXTOID, INT8OID}
 };
@@ -185,6 +192,33 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 	generation = JsGetInt32(0, 2, NULL);
 	expired = JsGetBool(0, 3);
 	reason = JsGetText(0, 4);
+
+	/*
+	 * heartbeat also needs started_at + max_lease ahead of now: an expiry
+	 * capped there would already have passed.  The lease the job holds
+	 * still runs (max_lease was lowered since the claim, or the clock
+	 * moved), but it cannot be extended.
+	 */
+	if (strcmp(action, "heartbeat") == 0 && generation == token->generation &&
+		!expired && strcmp(status, "running") == 0)
+	{
+		bool		cap_null;
+		bool		now_null;
+		TimestampTz cap = DatumGetTimestampTz(JsGetDatumCopy(0, 5, &cap_null));
+		TimestampTz now = DatumGetTimestampTz(JsGetDatumCopy(0, 6, &now_null));
+
+		if (!cap_null && !now_null && cap <= now)
+		{
+			JsCountStaleRefusal(token->queue_id);
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_STALE_CLAIM),
+					 errmsg("lease of job %lld cannot be extended: it has reached its max_lease",
+							(long long) token->job_id),
+					 errdetail("Token generation %d is current; started_at + max_lease is %s, which has passed, so any expiry heartbeat could give would be in the past.",
+							   generation, timestamptz_to_str(cap)),
+					 errhint("Finish the work now: succeed and fail with this token are still accepted, also after the lease expires.")));
+		}
+	}
 
 	/*
 	 * The job, read again, is what the call acts on: its statement met the

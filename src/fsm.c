@@ -525,6 +525,10 @@ JsCheckDelete(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 				 errhint("Use job_state.purge(older_than).")));
 }
 
+/* what to do with a job whose generation cannot grow */
+#define JS_GENERATION_HINT \
+	"Every claim, redrive and reconcile makes a new generation and this job has no more; cancel it, or submit the work again as a new job."
+
 static HeapTuple
 JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 			  HeapTuple newtup)
@@ -664,20 +668,30 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 					 errdetail("Job %lld would start without a lease.", (long long) job_id),
 					 errhint("Use job_state.claim().")));
 
+		SET_COLUMN(cols->generation,
+				   Int32GetDatum(JsCounterAdd(job_id, "generation", old_gen, 1,
+											  JS_GENERATION_HINT)),
+				   false);
+		SET_COLUMN(cols->attempts,
+				   Int32GetDatum(JsCounterAdd(job_id, "attempts", old_attempts, 1,
+											  "The job cannot start again; cancel it, or submit the work again as a new job.")),
+				   false);
+
 		/* claim holds the slots of its starts; raw SQL takes them here */
 		if (!js_claim_starting)
 			JsRawStart(cols, tupdesc, newtup, job_id, setcols, setvals,
 					   setnulls, &nset);
 
-		SET_COLUMN(cols->generation, Int32GetDatum(old_gen + 1), false);
-		SET_COLUMN(cols->attempts, Int32GetDatum(old_attempts + 1), false);
 		SET_COLUMN(cols->started_at, TimestampTzGetDatum(now), false);
 		SET_COLUMN(cols->finished_at, (Datum) 0, true);
 		SET_COLUMN(cols->cancel_requested, BoolGetDatum(false), false);
 	}
 	else if (from != to && rerun)
 	{
-		SET_COLUMN(cols->generation, Int32GetDatum(old_gen + 1), false);
+		SET_COLUMN(cols->generation,
+				   Int32GetDatum(JsCounterAdd(job_id, "generation", old_gen, 1,
+											  JS_GENERATION_HINT)),
+				   false);
 		SET_COLUMN(cols->finished_at, (Datum) 0, true);
 		SET_COLUMN(cols->cancel_requested, BoolGetDatum(false), false);
 	}

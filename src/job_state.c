@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "common/int.h"
 #include "common/int128.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -257,6 +258,30 @@ JsCheckSpanBound(const char *what, const Interval *span)
 						   DatumGetCString(DirectFunctionCall1(interval_out,
 															   IntervalPGetDatum(span)))),
 				 errhint("Months count as 30 days and years as 360, as interval comparison counts them.")));
+}
+
+/*
+ * value + add for an int4 counter of a job (generation, attempts, retries,
+ * throttles, max_attempts), refused with 22003 where it would pass the
+ * largest int4: the counters only move forward, so one that wrapped would
+ * be refused as going back (or, for generation, would make every token of
+ * the job look stale), after undefined behaviour in C.  Only raw SQL can
+ * bring a counter that far.
+ */
+int32
+JsCounterAdd(int64 job_id, const char *column, int32 value, int32 add,
+			 const char *hint)
+{
+	int32		result;
+
+	if (pg_add_s32_overflow(value, add, &result))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("%s of job %lld is out of range", column, (long long) job_id),
+				 errdetail("It is %d; adding %d would pass the largest int4 (2147483647).",
+						   value, add),
+				 errhint("%s", hint)));
+	return result;
 }
 
 /* attribute number of a column of one of our tables; it must be there */

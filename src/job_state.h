@@ -579,4 +579,8 @@ extern bool JsIntervalNegative(const Interval *span);
 #define JS_MAX_SPAN_TEXT "10 years"
 extern void JsCheckSpanBound(const char *what, const Interval *span);
 
+/* an int4 counter of a job, one step on: 22003 rather than a wrap */
+extern int32 JsCounterAdd(int64 job_id, const char *column, int32 value,
+						  int32 add, const char *hint);
+
 #endif							/* JOB_STATE_H */

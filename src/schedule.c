@@ -13,6 +13,15 @@
  * idempotent: two sweepers, a stale last_tick or a failover that lost the
  * last_tick update can only find the job already there, never double it.
  *
+ * Clock steps back: a last_tick ahead of now() would hold every tick back
+ * until the clock passed it, the step and up to a cron period more.  Such
+ * a schedule is due at once: its latest tick <= now() is submitted (or
+ * found already there, for the step replays ticks already done) and
+ * last_tick moves back to it.  A schedule that never ticked and whose
+ * created_at is ahead of now() counts from now() (rebase_plan).  So a step
+ * back never stalls a schedule; a step forward and back again submits at
+ * most the ticks the forward clock saw.
+ *
  * Locks: the due rows of job_state.schedule, FOR UPDATE SKIP LOCKED, so
  * two sweepers never wait on each other (the one that skips a row leaves
  * that tick to the other); then submit's locks (the idempotency key's
@@ -68,12 +77,28 @@ static JsPlan due_plan = {
 	"SELECT s.name, s.queue, s.input, d.tick"
 	" FROM job_state.schedule s"
 	" CROSS JOIN LATERAL (SELECT job_state.cron_prev(s.cron, pg_catalog.now())) d(tick)"
-	" WHERE CASE WHEN s.last_tick IS NULL"
+	" WHERE d.tick IS NOT NULL AND CASE WHEN s.last_tick IS NULL"
 	"  THEN d.tick OPERATOR(pg_catalog.>=)"
 	"   pg_catalog.date_trunc('minute', s.created_at, 'UTC')"
-	"  ELSE d.tick OPERATOR(pg_catalog.>) s.last_tick END"
+	"  ELSE d.tick OPERATOR(pg_catalog.>) s.last_tick"
+	"   OR s.last_tick OPERATOR(pg_catalog.>) pg_catalog.now() END"
 	" ORDER BY s.name"
 	" FOR UPDATE OF s SKIP LOCKED",
+	0, {0}
+};
+
+/*
+ * A schedule that has never ticked and was created ahead of now (the clock
+ * stepped back since) counts from now: it would otherwise wait for the
+ * clock to reach created_at and then for the next tick after it, which for
+ * a daily cron is a day more than the step.  SKIP LOCKED as above.
+ */
+static JsPlan rebase_plan = {
+	"UPDATE job_state.schedule s SET created_at = pg_catalog.now()"
+	" FROM (SELECT name FROM job_state.schedule"
+	"  WHERE last_tick IS NULL AND created_at OPERATOR(pg_catalog.>) pg_catalog.now()"
+	"  FOR UPDATE SKIP LOCKED) r"
+	" WHERE s.name OPERATOR(pg_catalog.=) r.name",
 	0, {0}
 };
 
@@ -259,6 +284,7 @@ JsRunSchedules(void)
 	uint64		i;
 	int			done = 0;
 
+	(void) JsExecute(&rebase_plan, NULL, NULL, false, 0);
 	ndue = JsExecute(&due_plan, NULL, NULL, false, 0);
 	due = SPI_tuptable;
 

@@ -143,6 +143,10 @@ JsUsedUp(const JsJobColumns *cols, TupleTableSlot *slot)
 	if (!isnull &&
 		DatumGetInt32(slot_getattr(slot, cols->attempts, &isnull)) >= DatumGetInt32(max_attempts))
 		return "attempts_exhausted";
+	/* a start needs one more attempt and generation (int4, raw SQL only) */
+	if (DatumGetInt32(slot_getattr(slot, cols->attempts, &isnull)) == PG_INT32_MAX ||
+		DatumGetInt32(slot_getattr(slot, cols->generation, &isnull)) == PG_INT32_MAX)
+		return "attempts_exhausted";
 	deadline = slot_getattr(slot, cols->deadline, &isnull);
 	if (!isnull && DatumGetTimestampTz(deadline) <= GetCurrentTimestamp())
 		return "deadline_exceeded";

@@ -76,3 +76,51 @@ SELECT job_state.budget_exhausted('{"usd": 5}', '{"usd": "Infinity"}') AS unread
 -- succeed_many takes at most 10000 tokens, as claim returns at most 10000 jobs
 SELECT * FROM job_state.succeed_many(pg_catalog.array_fill(:'tm'::job_state.claim_token, ARRAY[10001]));
 SELECT * FROM job_state.claim('metered', 'w', max_jobs => 10001);
+
+-- int4 counters at the largest int4 are refused with 22003 and the job's
+-- id, never wrapped (a wrapped counter went back, or made every token of
+-- the job look stale, after undefined behaviour in C).  Only raw SQL gets
+-- a counter this far.
+\set VERBOSITY default
+\set SHOW_CONTEXT never
+SELECT job_state.create_queue('ctr', retry_interval => '0', jitter => 'none',
+                              max_retries => 2147483647);
+SELECT job_id AS jc FROM job_state.submit('ctr', '{"n": 1}') \gset
+SELECT token AS tc FROM job_state.claim('ctr', 'w') \gset
+-- throttles: a throttled retry counts one more
+UPDATE job_state.job SET throttles = 2147483647 WHERE id = :jc;
+SELECT job_state.fail(:'tc', 'throttled');
+SELECT status, throttles, retries FROM job_state.job WHERE id = :jc;
+-- retries: at the largest the retry policy is used up (the delay of the
+-- next retry is not computed past it)
+UPDATE job_state.job SET retries = 2147483647 WHERE id = :jc;
+SELECT job_state.fail(:'tc', 'transient');
+SELECT status, reason, retries FROM job_state.job WHERE id = :jc;
+-- generation: a redrive makes one more
+UPDATE job_state.job SET generation = 2147483647 WHERE id = :jc;
+SELECT job_state.redrive(:jc);
+SELECT status, generation FROM job_state.job WHERE id = :jc;
+-- max_attempts: a redrive adds extra_attempts
+UPDATE job_state.job SET max_attempts = 2147483000 WHERE id = :jc;
+SELECT job_state.redrive(:jc, extra_attempts => 1000);
+SELECT job_state.redrive(:jc, extra_attempts => 647);
+SELECT status, max_attempts FROM job_state.job WHERE id = :jc;
+-- generation and attempts: a claim makes one more of each.  A job that has
+-- none left is failed as attempts_exhausted (it would otherwise make every
+-- claim of its queue fail), and the job behind it is claimed.
+SELECT job_state.create_queue('ctr2');
+SELECT job_id AS jg FROM job_state.submit('ctr2', '{"n": 2}') \gset
+SELECT job_id AS ja FROM job_state.submit('ctr2', '{"n": 3}') \gset
+SELECT job_id AS jok FROM job_state.submit('ctr2', '{"n": 4}') \gset
+UPDATE job_state.job SET generation = 2147483647 WHERE id = :jg;
+UPDATE job_state.job SET attempts = 2147483647 WHERE id = :ja;
+SELECT job_id = :jok AS claimed_the_next FROM job_state.claim('ctr2', 'w', max_jobs => 3);
+SELECT id, status, reason, generation, attempts FROM job_state.job
+ WHERE id IN (:jg, :ja, :jok) ORDER BY id;
+-- raw SQL that starts such a job is refused by the job trigger
+SELECT job_id AS jraw FROM job_state.submit('ctr2', '{"n": 5}') \gset
+UPDATE job_state.job SET attempts = 2147483647 WHERE id = :jraw;
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min'
+ WHERE id = :jraw;
+SELECT status, generation, attempts FROM job_state.job WHERE id = :jraw;
+\set SHOW_CONTEXT errors
