@@ -36,6 +36,7 @@ use Test::More;
 my $load_seconds = 40;
 my $lease = 1;					# seconds, both queues
 my $stall = $lease + 0.5;		# a stalled worker sleeps this long
+my $slow_work = 0.5;					# the work of a slow attempt, well within the lease
 
 my $node = PostgreSQL::Test::Cluster->new('invariants');
 $node->init;
@@ -247,14 +248,17 @@ sub script
 
 my $submit_script = script('submit', <<'EOS');
 \set k random(1, :keys)
-\set c random(1, 20)
+\set c random(1, 10)
 SELECT s_submit(':q', :k, :c);
 EOS
 
 # r 1-4 stall after recording the operation, before the business write;
-# 5-8 stall before completing
+# 5-8 stall before completing.  Three attempts in ten work $slow_work s: a
+# stalled worker then wakes while a newer claim of its job still runs, the
+# case where only the generation tells the two apart
 my $work_script = script('work', <<"EOS");
 \\set r random(1, 100)
+\\set slow random(1, 10)
 SELECT got, token FROM w_claim(':q', ':w') \\gset
 \\if :got
 SELECT w_heartbeat(':token');
@@ -268,6 +272,8 @@ SELECT w_business(':token', ':op') AS ok \\gset
 \\if :ok
 \\if :r >= 5 and :r <= 8
 SELECT pg_catalog.pg_sleep($stall);
+\\elif :slow <= 3
+SELECT pg_catalog.pg_sleep($slow_work);
 \\endif
 SELECT w_complete(':q', ':token', :r);
 \\endif
@@ -280,9 +286,9 @@ EOS
 # it dies (killed backend, server stop) while time is left
 my @procs;
 push @procs, { name => 'submit-inv', script => $submit_script,
-	vars => [ 'q=inv', 'keys=2400' ], rate => 40 };
+	vars => [ 'q=inv', 'keys=900' ], rate => 14 };
 push @procs, { name => 'submit-lim', script => $submit_script,
-	vars => [ 'q=lim', 'keys=600' ], rate => 12 };
+	vars => [ 'q=lim', 'keys=300' ], rate => 6 };
 push @procs, { name => "work-inv-$_", script => $work_script,
 	vars => [ 'q=inv', "w=inv$_" ] } for 1 .. 5;
 push @procs, { name => "work-lim-$_", script => $work_script,
