@@ -11,7 +11,8 @@
 # Two queues: 'inv' (lease 1 s, an expired lease requeues the job) and
 # 'lim' (concurrency limit 3, one running job per concurrency key, an
 # expired lease makes the job unknown, so a late completion with the current
-# generation is accepted).
+# generation is accepted).  Submits are paced below what the workers drain,
+# so a requeued job is claimed again at once.
 #
 # Every step is recorded by the worker in its own transaction (what the
 # claim returned, what the operation call answered, each completion accepted
@@ -36,7 +37,7 @@ use Test::More;
 my $load_seconds = 40;
 my $lease = 1;					# seconds, both queues
 my $stall = $lease + 0.5;		# a stalled worker sleeps this long
-my $slow_work = 0.5;					# the work of a slow attempt, well within the lease
+my $slow_work = 0.7;					# the work of a slow attempt, well within the lease
 
 my $node = PostgreSQL::Test::Cluster->new('invariants');
 $node->init;
@@ -90,7 +91,9 @@ CREATE TABLE completion (
 	sqlstate text,
 	ev_from text,
 	ev_to text,
-	ev_gen int);
+	ev_gen int,
+	cur_status text,
+	cur_gen int);
 -- everything else a worker or submitter saw, one row each
 CREATE TABLE seen (
 	what text NOT NULL,
@@ -229,8 +232,11 @@ BEGIN
 	INSERT INTO completion (job_id, generation, kind, accepted, ev_from, ev_to, ev_gen)
 		VALUES (j, g, kind, true, e.from_status, e.to_status, e.generation);
 EXCEPTION WHEN SQLSTATE 'JS001' THEN
-	INSERT INTO completion (job_id, generation, kind, accepted, sqlstate)
-		VALUES (j, g, kind, false, 'JS001');
+	-- what the job had become
+	INSERT INTO completion (job_id, generation, kind, accepted, sqlstate,
+							cur_status, cur_gen)
+		SELECT j, g, kind, false, 'JS001', status, generation
+		  FROM job_state.job WHERE queue = q AND id = j;
 END
 \$\$;
 });
@@ -253,7 +259,7 @@ SELECT s_submit(':q', :k, :c);
 EOS
 
 # r 1-4 stall after recording the operation, before the business write;
-# 5-8 stall before completing.  Three attempts in ten work $slow_work s: a
+# 5-12 stall before completing.  Half the attempts work $slow_work s: a
 # stalled worker then wakes while a newer claim of its job still runs, the
 # case where only the generation tells the two apart
 my $work_script = script('work', <<"EOS");
@@ -270,9 +276,9 @@ SELECT pg_catalog.pg_sleep(0.005);
 \\endif
 SELECT w_business(':token', ':op') AS ok \\gset
 \\if :ok
-\\if :r >= 5 and :r <= 8
+\\if :r >= 5 and :r <= 12
 SELECT pg_catalog.pg_sleep($stall);
-\\elif :slow <= 3
+\\elif :slow <= 5
 SELECT pg_catalog.pg_sleep($slow_work);
 \\endif
 SELECT w_complete(':q', ':token', :r);
@@ -286,11 +292,11 @@ EOS
 # it dies (killed backend, server stop) while time is left
 my @procs;
 push @procs, { name => 'submit-inv', script => $submit_script,
-	vars => [ 'q=inv', 'keys=900' ], rate => 14 };
+	vars => [ 'q=inv', 'keys=900' ], rate => 12 };
 push @procs, { name => 'submit-lim', script => $submit_script,
 	vars => [ 'q=lim', 'keys=300' ], rate => 6 };
 push @procs, { name => "work-inv-$_", script => $work_script,
-	vars => [ 'q=inv', "w=inv$_" ] } for 1 .. 5;
+	vars => [ 'q=inv', "w=inv$_" ] } for 1 .. 8;
 push @procs, { name => "work-lim-$_", script => $work_script,
 	vars => [ 'q=lim', "w=lim$_" ] } for 1 .. 3;
 
@@ -332,7 +338,7 @@ sub reap
 }
 
 spawn($_) for @procs;
-my ($kills, $kill_tries, $restarts) = (0, 0, 0);
+my ($kills, $restarts) = (0, 0);
 my $next_kill = time + 1;
 my $restart_at = time + $load_seconds * 0.45;
 while (time < $end)
@@ -355,14 +361,15 @@ while (time < $end)
 	}
 	if (time >= $next_kill)
 	{
-		# a random worker or submitter backend, preferably one that is busy
-		$kill_tries++;
+		# a random worker or submitter backend, preferably one in a statement
+		# other than a stall (the stalls are left to end in a refusal)
 		$kills += $node->safe_psql(
 			'postgres', q{
 			SELECT pg_catalog.count(*) FILTER (WHERE pg_catalog.pg_terminate_backend(pid))
 			  FROM (SELECT pid FROM pg_catalog.pg_stat_activity
 					 WHERE application_name = 'load'
-					 ORDER BY state = 'idle', pg_catalog.random() LIMIT 1) b});
+					 ORDER BY query LIKE '%pg_sleep%', state = 'idle',
+						   pg_catalog.random() LIMIT 1) b});
 		$next_kill = time + 0.6 + rand(0.8);
 	}
 	if ($restart_at && time >= $restart_at)
@@ -519,10 +526,14 @@ my %f = map { split /\|/ } split /\n/, value(q{
 	SELECT 'claims', pg_catalog.count(*) FROM claimed
 	UNION ALL SELECT 'accepted', pg_catalog.count(*) FROM completion WHERE accepted
 	UNION ALL SELECT 'refused', pg_catalog.count(*) FROM completion WHERE NOT accepted
+	UNION ALL SELECT 'newer', pg_catalog.count(*) FROM completion
+	 WHERE NOT accepted AND cur_status = 'running' AND cur_gen > generation
 	UNION ALL SELECT 'late', pg_catalog.count(*) FROM completion WHERE accepted AND ev_from = 'unknown'
 	UNION ALL SELECT 'biz', pg_catalog.count(*) FROM biz
 	UNION ALL SELECT 'retried', pg_catalog.count(*) FROM job_state.job WHERE attempts > 1});
 cmp_ok($f{refused}, '>', 0, "stale completions were refused ($f{refused})");
+cmp_ok($f{newer}, '>', 0,
+	"stale completions were refused while a newer claim of their job ran ($f{newer})");
 cmp_ok($seen{'business write refused'}, '>', 0,
 	"stale business writes were refused ($seen{'business write refused'})");
 cmp_ok($f{retried}, '>', 0, "jobs were claimed again ($f{retried})");
@@ -530,13 +541,13 @@ diag(
 	sprintf(
 		"invariant load (%d s): %d jobs (%s) from %d submits of %d keys "
 		  . "(%d refused with another input); %d claims; completions %d accepted "
-		  . "(%d late, from unknown), %d refused as stale; business writes %d "
-		  . "(%d refused as stale, %d duplicate; operations %d done, %d in doubt, "
+		  . "(%d late, from unknown), %d refused as stale (%d while a newer claim "
+		  . "ran); business writes %d (%d refused as stale, %d duplicate; operations %d done, %d in doubt, "
 		  . "%d refused); heartbeats refused %d; %d backends terminated, "
 		  . "%d restart (immediate stop), %d pgbench processes started",
 		$load_seconds, $jobs, $by_status, $submits, $keys,
 		$seen{'submit refused JS002'}, $f{claims}, $f{accepted}, $f{late},
-		$f{refused}, $f{biz}, $seen{'business write refused'},
+		$f{refused}, $f{newer}, $f{biz}, $seen{'business write refused'},
 		$seen{'duplicate business write'}, $seen{'operation done'},
 		$seen{'operation in_doubt'}, $seen{'operation refused'},
 		$seen{'heartbeat refused'}, $kills, $restarts, $spawns));
