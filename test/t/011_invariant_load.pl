@@ -28,7 +28,6 @@ use strict;
 use warnings;
 
 use IPC::Run;
-use List::Util qw(shuffle);
 use Time::HiRes qw(time usleep);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
