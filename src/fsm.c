@@ -34,6 +34,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "access/htup_details.h"
 #include "catalog/pg_enum.h"
 #include "commands/trigger.h"
@@ -251,9 +252,10 @@ JsCheckValues(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
 		if (oldtup != NULL && JsSameValue(oldtup, newtup, tupdesc, keys[i]))
 			continue;
 		key = heap_getattr(newtup, keys[i], tupdesc, &isnull);
+		/* the value's own size: raw SQL may bring it compressed or toasted */
 		if (!isnull &&
-			(VARSIZE_ANY_EXHDR(DatumGetPointer(key)) < 1 ||
-			 VARSIZE_ANY_EXHDR(DatumGetPointer(key)) > 255))
+			(toast_raw_datum_size(key) - VARHDRSZ < 1 ||
+			 toast_raw_datum_size(key) - VARHDRSZ > 255))
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("%s of a job must have 1 to 255 bytes",

@@ -180,3 +180,20 @@ UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval
 UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min'
  WHERE id = :g2;
 SELECT count(*) AS claimed_past_limits FROM job_state.claim('raw_keyed', 'w', max_jobs => 10);
+-- a key is measured as it is, not as it is stored: a long key brought in
+-- toasted out of line or compressed from another table is refused
+CREATE TABLE raw_keys (k text);
+ALTER TABLE raw_keys ALTER COLUMN k SET STORAGE EXTERNAL;
+INSERT INTO raw_keys VALUES (repeat('k', 10000));
+CREATE TABLE raw_keys_c (k text);
+INSERT INTO raw_keys_c VALUES (repeat('c', 3000));
+SELECT pg_column_size(k) < 255 AS stored_small FROM raw_keys_c;
+INSERT INTO job_state.job (queue, input, input_hash, idempotency_key)
+SELECT 'raw', '{}', '\x00', k FROM raw_keys;
+INSERT INTO job_state.job (queue, input, input_hash, idempotency_key)
+SELECT 'raw', '{}', '\x00', k FROM raw_keys_c;
+UPDATE job_state.job SET concurrency_key = (SELECT k FROM raw_keys)
+ WHERE id = (SELECT min(id) FROM job_state.job WHERE status = 'accepted');
+SELECT count(*) AS long_keys FROM job_state.job
+ WHERE octet_length(idempotency_key) > 255 OR octet_length(concurrency_key) > 255;
+DROP TABLE raw_keys, raw_keys_c;
