@@ -196,6 +196,8 @@ END
 $$;
 
 -- every disagreement, with its inputs (none expected)
+\x on
 SELECT property, input, other, expected, got FROM mismatch ORDER BY 1 LIMIT 20;
+\x off
 -- both outcomes of every property came up often enough to mean something
 SELECT property, outcome, sum(n) >= 100 AS at_least_100 FROM seen GROUP BY 1, 2 ORDER BY 1, 2;
