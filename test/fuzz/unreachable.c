@@ -1,0 +1,52 @@
+/*-------------------------------------------------------------------------
+ *
+ * unreachable.c
+ *	  Backend symbols that src/token.c and src/cron.c reference only on
+ *	  paths the fuzz harnesses never take (SPI, the per-backend caches,
+ *	  locks, the MAC, SQL argument detoasting).  Each aborts naming
+ *	  itself, so a harness that strays there fails loudly instead of
+ *	  running a fake.  No prototypes are included: these exist only to
+ *	  satisfy the linker.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+void	   *CacheMemoryContext = NULL;
+void	   *SPI_tuptable = NULL;
+
+#define JS_UNREACHABLE(name) \
+	void name(void); \
+	void name(void) \
+	{ \
+		fprintf(stderr, "fuzz: %s reached; no harness should call it\n", #name); \
+		abort(); \
+	}
+
+JS_UNREACHABLE(AllocSetContextCreateInternal)
+JS_UNREACHABLE(CacheInvalidateRelcacheByRelid)
+JS_UNREACHABLE(CacheRegisterRelcacheCallback)
+JS_UNREACHABLE(JsExecute)
+JS_UNREACHABLE(JsGetText)
+JS_UNREACHABLE(JsOwnRelid)
+JS_UNREACHABLE(JsRefuseNull)
+JS_UNREACHABLE(LockRelationOid)
+JS_UNREACHABLE(MemoryContextAlloc)
+JS_UNREACHABLE(MemoryContextReset)
+JS_UNREACHABLE(MemoryContextStrdup)
+JS_UNREACHABLE(PreventCommandIfReadOnly)
+JS_UNREACHABLE(SPI_connect)
+JS_UNREACHABLE(SPI_finish)
+JS_UNREACHABLE(SPI_getbinval)
+JS_UNREACHABLE(cstring_to_text)
+JS_UNREACHABLE(hash_create)
+JS_UNREACHABLE(hash_search)
+JS_UNREACHABLE(pg_detoast_datum_packed)
+JS_UNREACHABLE(pg_hmac_create)
+JS_UNREACHABLE(pg_hmac_final)
+JS_UNREACHABLE(pg_hmac_free)
+JS_UNREACHABLE(pg_hmac_init)
+JS_UNREACHABLE(pg_hmac_update)
+JS_UNREACHABLE(pg_strong_random)
+JS_UNREACHABLE(text_to_cstring)
