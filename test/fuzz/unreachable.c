@@ -10,10 +10,13 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 void	   *CacheMemoryContext = NULL;
+/* never set: CHECK_FOR_INTERRUPTS() in the parsers finds nothing pending */
+volatile sig_atomic_t InterruptPending = 0;
 void	   *SPI_tuptable = NULL;
 
 #define JS_UNREACHABLE(name) \
@@ -28,20 +31,26 @@ JS_UNREACHABLE(AllocSetContextCreateInternal)
 JS_UNREACHABLE(CacheInvalidateRelcacheByRelid)
 JS_UNREACHABLE(CacheRegisterRelcacheCallback)
 JS_UNREACHABLE(JsExecute)
+JS_UNREACHABLE(JsExecuteLatest)
+JS_UNREACHABLE(JsGetDatumCopy)
 JS_UNREACHABLE(JsGetText)
 JS_UNREACHABLE(JsOwnRelid)
 JS_UNREACHABLE(JsRefuseNull)
+JS_UNREACHABLE(JsRequireQueuePrivilege)
 JS_UNREACHABLE(LockRelationOid)
 JS_UNREACHABLE(MemoryContextAlloc)
 JS_UNREACHABLE(MemoryContextReset)
 JS_UNREACHABLE(MemoryContextStrdup)
 JS_UNREACHABLE(PreventCommandIfReadOnly)
+JS_UNREACHABLE(ProcessInterrupts)
 JS_UNREACHABLE(SPI_connect)
 JS_UNREACHABLE(SPI_finish)
 JS_UNREACHABLE(SPI_getbinval)
 JS_UNREACHABLE(cstring_to_text)
+JS_UNREACHABLE(get_attnum)
 JS_UNREACHABLE(hash_create)
 JS_UNREACHABLE(hash_search)
+JS_UNREACHABLE(pg_detoast_datum_copy)
 JS_UNREACHABLE(pg_detoast_datum_packed)
 JS_UNREACHABLE(pg_hmac_create)
 JS_UNREACHABLE(pg_hmac_final)
