@@ -35,6 +35,9 @@ extern Datum js_claim_token_out(PG_FUNCTION_ARGS);
 extern Datum js_claim_token_recv(PG_FUNCTION_ARGS);
 extern Datum js_claim_token_send(PG_FUNCTION_ARGS);
 
+/* call a SQL-callable function of one non-null argument */
+extern Datum JsFuzzCall1(PGFunction fn, Datum arg);
+
 /* free every palloc'd chunk of this iteration */
 extern void JsFuzzReset(void);
 

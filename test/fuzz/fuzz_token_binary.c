@@ -27,17 +27,6 @@
 
 int			LLVMFuzzerTestOneInput(const uint8 *data, size_t size);
 
-static Datum
-JsFuzzCall1(PGFunction fn, Datum arg)
-{
-	LOCAL_FCINFO(fcinfo, 1);
-
-	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = arg;
-	fcinfo->args[0].isnull = false;
-	return fn(fcinfo);
-}
-
 int
 LLVMFuzzerTestOneInput(const uint8 *data, size_t size)
 {

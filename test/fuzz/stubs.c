@@ -337,3 +337,15 @@ j2day(int jd)
 	JsJulianTm(jd, &tm);
 	return tm.tm_wday;
 }
+
+/* call a SQL-callable function of one non-null argument (fuzz.h) */
+Datum
+JsFuzzCall1(PGFunction fn, Datum arg)
+{
+	LOCAL_FCINFO(fcinfo, 1);
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = arg;
+	fcinfo->args[0].isnull = false;
+	return fn(fcinfo);
+}
