@@ -3,10 +3,10 @@
  * unreachable.c
  *	  Backend symbols that src/token.c and src/cron.c reference only on
  *	  paths the fuzz harnesses never take (SPI, the per-backend caches,
- *	  locks, the MAC, SQL argument detoasting).  Each aborts naming
- *	  itself, so a harness that strays there fails loudly instead of
- *	  running a fake.  No prototypes are included: these exist only to
- *	  satisfy the linker.
+ *	  locks, the MAC, the queue privilege check, SQL argument detoasting,
+ *	  interrupt processing).  Each aborts naming itself, so a harness
+ *	  that strays there fails loudly instead of running a fake.  No
+ *	  prototypes are included: these exist only to satisfy the linker.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,20 +28,26 @@ JS_UNREACHABLE(AllocSetContextCreateInternal)
 JS_UNREACHABLE(CacheInvalidateRelcacheByRelid)
 JS_UNREACHABLE(CacheRegisterRelcacheCallback)
 JS_UNREACHABLE(JsExecute)
+JS_UNREACHABLE(JsExecuteLatest)
+JS_UNREACHABLE(JsGetDatumCopy)
 JS_UNREACHABLE(JsGetText)
 JS_UNREACHABLE(JsOwnRelid)
 JS_UNREACHABLE(JsRefuseNull)
+JS_UNREACHABLE(JsRequireQueuePrivilege)
 JS_UNREACHABLE(LockRelationOid)
 JS_UNREACHABLE(MemoryContextAlloc)
 JS_UNREACHABLE(MemoryContextReset)
 JS_UNREACHABLE(MemoryContextStrdup)
 JS_UNREACHABLE(PreventCommandIfReadOnly)
+JS_UNREACHABLE(ProcessInterrupts)
 JS_UNREACHABLE(SPI_connect)
 JS_UNREACHABLE(SPI_finish)
 JS_UNREACHABLE(SPI_getbinval)
 JS_UNREACHABLE(cstring_to_text)
+JS_UNREACHABLE(get_attnum)
 JS_UNREACHABLE(hash_create)
 JS_UNREACHABLE(hash_search)
+JS_UNREACHABLE(pg_detoast_datum_copy)
 JS_UNREACHABLE(pg_detoast_datum_packed)
 JS_UNREACHABLE(pg_hmac_create)
 JS_UNREACHABLE(pg_hmac_final)
