@@ -3,12 +3,10 @@
 \echo Use "ALTER EXTENSION job_state UPDATE TO '0.2.0'" to load this file. \quit
 
 /*
- * 0.1.0 is released and its install script is frozen.  Every schema change
- * of 0.2.0 goes here, in the order of the install script (types, tables,
- * trigger functions and triggers, API, views, privileges).  A fresh
- * CREATE EXTENSION runs job_state--0.1.0.sql and then this file, so a fresh
- * install and an upgraded one are the same schema by construction; the
- * upgrade test checks it with data in place.
+ * Brings a 0.1.0 database to 0.2.0 with its data in place.  A fresh
+ * CREATE EXTENSION runs the full install script job_state--0.2.0.sql
+ * instead; every schema change of 0.2.0 is written in both, and
+ * test/t/007_upgrade.pl checks that the two give the same schema.
  */
 
 /*
@@ -207,6 +205,7 @@ CREATE VIEW job_state.queue_privileges WITH (security_barrier) AS
 	 WHERE job_state.has_queue_privilege(q.name, 'operate');
 COMMENT ON VIEW job_state.queue_privileges IS
 	'one row per grantee and privilege of every queue that has been granted on (queues not listed are open to all), for the queues the current user may operate';
+REVOKE ALL ON job_state.queue_privileges FROM PUBLIC;
 
 /*
  * The jobs of the queues the current user may read; tenants read their
@@ -222,6 +221,7 @@ CREATE VIEW job_state.queue_jobs WITH (security_barrier) AS
 			WHERE job_state.has_queue_privilege(q.name, 'read')));
 COMMENT ON VIEW job_state.queue_jobs IS
 	'the jobs of the queues the current user may read (has_queue_privilege(queue, ''read''))';
+REVOKE ALL ON job_state.queue_jobs FROM PUBLIC;
 
 CREATE OR REPLACE VIEW job_state.dead_letters AS
 	SELECT id AS job_id, queue, status, reason, last_error, finished_at

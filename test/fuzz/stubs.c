@@ -25,6 +25,8 @@
  *	- the four pqformat.c routines token I/O uses, over StringInfo.
  *	- j2date / j2day (backend datetime.c) on the C library's gmtime_r:
  *	  the proleptic Gregorian calendar, as PostgreSQL's.
+ *	- InterruptPending, which CHECK_FOR_INTERRUPTS reads: never set, as
+ *	  the harness receives no signals (ProcessInterrupts is unreachable).
  *
  * Everything else token.c and cron.c reference (SPI, caches, locks, the
  * MAC) is reached only through paths the harnesses do not call;
@@ -39,6 +41,7 @@
 #include "datatype/timestamp.h"
 #include "lib/stringinfo.h"
 #include "libpq/pqformat.h"
+#include "miscadmin.h"
 #include "utils/datetime.h"
 #include "utils/memutils.h"
 
@@ -267,6 +270,10 @@ JsFuzzFail(const char *fmt,...)
 	fprintf(stderr, "\n");
 	abort();
 }
+
+/* --- interrupts ------------------------------------------------------ */
+
+volatile sig_atomic_t InterruptPending = false;
 
 /* --- libpq/pqformat.c ------------------------------------------------ */
 

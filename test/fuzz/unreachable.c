@@ -3,10 +3,10 @@
  * unreachable.c
  *	  Backend symbols that src/token.c and src/cron.c reference only on
  *	  paths the fuzz harnesses never take (SPI, the per-backend caches,
- *	  locks, the MAC, SQL argument detoasting).  Each aborts naming
- *	  itself, so a harness that strays there fails loudly instead of
- *	  running a fake.  No prototypes are included: these exist only to
- *	  satisfy the linker.
+ *	  locks, the MAC, the queue privilege check, SQL argument detoasting,
+ *	  interrupt processing).  Each aborts naming itself, so a harness
+ *	  that strays there fails loudly instead of running a fake.  No
+ *	  prototypes are included: these exist only to satisfy the linker.
  *
  *-------------------------------------------------------------------------
  */

@@ -15,12 +15,15 @@
 #  4. The upgraded schema is the schema of a fresh CREATE EXTENSION, by
 #     pg_dump --schema-only of both databases, compared with a diff.
 #
-# With the contrib-style chain (a fresh install runs job_state--0.1.0.sql
-# and then the upgrade scripts) step 4 compares two runs of the same scripts:
-# it catches what depends on the data present during the update (an ALTER
-# that behaves differently on a table with rows, a row-dependent DO block).
-# Once a full install script of a later version is cut, it compares that
-# script against the upgrade chain.
+# A fresh CREATE EXTENSION runs the full install script of the new version
+# (sql/job_state--<new>.sql), not the chain, so step 4 compares two
+# different scripts: the full one against job_state--0.1.0.sql followed by
+# the upgrade scripts, applied with data in place.  Every object, comment,
+# privilege, constraint name, default and view definition of one must be
+# in the other; and since C code and pg_dump/restore rely on column
+# positions, every table's column order must match too (a column the
+# upgrade adds with ALTER TABLE ... ADD COLUMN goes last in the full
+# script).
 use strict;
 use warnings;
 
@@ -60,8 +63,8 @@ foreach my $script (sort keys %released)
 {
 	is(sha256_of("$srcdir/sql/$script"), $released{$script},
 		"sql/$script is the released file: released scripts are frozen; "
-		  . 'put schema changes into the upgrade script '
-		  . "sql/job_state--0.1.0--$new_version.sql instead");
+		  . "put schema changes into sql/job_state--$new_version.sql and "
+		  . "the upgrade script sql/job_state--0.1.0--$new_version.sql instead");
 	is(sha256_of("$sharedir/extension/$script"), $released{$script},
 		"the installed $script is the released file (the test runs what it checked)");
 }
@@ -74,6 +77,11 @@ my @installed_scripts =
   sort map { s{.*/}{}r } glob("$sharedir/extension/job_state--*.sql");
 is("@installed_scripts", "@tree_scripts",
 	"the installed job_state scripts are those of this tree, no more (remove stale ones from $sharedir/extension)");
+
+# CREATE EXTENSION without VERSION runs the full script of the default
+# version when there is one: step 4 then compares it with the upgrade path.
+ok(-f "$srcdir/sql/job_state--$new_version.sql",
+	"sql/job_state--$new_version.sql, the full install script of $new_version, exists");
 
 # ---- helpers --------------------------------------------------------------
 
