@@ -50,6 +50,8 @@ CREATE EVENT TRIGGER job_state_drop_guard
 	EXECUTE FUNCTION job_state.drop_guard();
 COMMENT ON EVENT TRIGGER job_state_drop_guard IS
 	'refuses to drop the extension while jobs that are not finished exist (SET job_state.drop_live_jobs = on to drop them on purpose)';
+/* session_replication_role = replica must not switch the guard off */
+ALTER EVENT TRIGGER job_state_drop_guard ENABLE ALWAYS;
 
 /*
  * MAC key rotation.  The newest key of job_state.secret signs new tokens
@@ -274,3 +276,14 @@ ALTER VIEW job_state.queue_stats SET (security_barrier);
 COMMENT ON VIEW job_state.queue_stats IS
 	'one row per queue the current user may read: jobs per status, oldest waiting age, wait (accept to start) and run time percentiles over the last hour, throttle rate, dead letters and stale-token refusals';
 /* ---- end of Per-queue privileges ------------------------------------ */
+
+/*
+ * A queue's spans are added to timestamps (leases, retry waits): raw SQL is
+ * held to the 3600 days (10 years of 360 days) that create_queue and
+ * alter_queue allow, so no queue's lease or retry wait can run past the
+ * timestamp range.  The update fails on a queue that already holds a
+ * longer span: shorten it with alter_queue first.
+ */
+ALTER TABLE job_state.queue ADD CONSTRAINT queue_spans_bounded
+	CHECK (lease <= '3600 days' AND max_lease <= '3600 days'
+		   AND retry_interval <= '3600 days' AND max_delay <= '3600 days');

@@ -192,7 +192,11 @@ CREATE TABLE job_state.queue (
 		CONSTRAINT queue_acl_valid
 		CHECK (acl IS NULL OR pg_catalog.cardinality(acl) OPERATOR(pg_catalog.=) 0
 			   OR (pg_catalog.array_ndims(acl) OPERATOR(pg_catalog.=) 1
-				   AND pg_catalog.array_position(acl, NULL) IS NULL))
+				   AND pg_catalog.array_position(acl, NULL) IS NULL)),
+	/* spans added to timestamps: at most what create_queue allows */
+	CONSTRAINT queue_spans_bounded
+		CHECK (lease <= '3600 days' AND max_lease <= '3600 days'
+			   AND retry_interval <= '3600 days' AND max_delay <= '3600 days')
 );
 COMMENT ON TABLE job_state.queue IS
 	'one row per queue: lease, retry policy, limits; written by create_queue and alter_queue';
@@ -579,6 +583,8 @@ CREATE EVENT TRIGGER job_state_drop_guard
 	EXECUTE FUNCTION job_state.drop_guard();
 COMMENT ON EVENT TRIGGER job_state_drop_guard IS
 	'refuses to drop the extension while jobs that are not finished exist (SET job_state.drop_live_jobs = on to drop them on purpose)';
+/* session_replication_role = replica must not switch the guard off */
+ALTER EVENT TRIGGER job_state_drop_guard ENABLE ALWAYS;
 
 /*
  * ==== API =================================================================

@@ -10,13 +10,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 void	   *CacheMemoryContext = NULL;
-/* never set: CHECK_FOR_INTERRUPTS() in the parsers finds nothing pending */
-volatile sig_atomic_t InterruptPending = 0;
 void	   *SPI_tuptable = NULL;
 
 #define JS_UNREACHABLE(name) \

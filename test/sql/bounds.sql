@@ -36,9 +36,13 @@ SELECT job_state.retry_delay('1000000 years', 1000, '1000000 years', 'full', 50)
 
 -- Defect: a queue whose policy (set by raw SQL past what create_queue
 -- checks) made retry_delay overflow stopped lease expiry for every queue.
+-- Raw SQL is held to create_queue's spans; within them the policy's
+-- growth is still capped where it is used.
 SELECT job_state.create_queue('huge', lease => '1 min', on_lease_expiry => 'retry');
+UPDATE job_state.queue SET retry_interval = '1000000 years' WHERE name = 'huge';
+UPDATE job_state.queue SET lease = '3601 days' WHERE name = 'huge';
 UPDATE job_state.queue
-   SET retry_interval = '1000000 years', max_delay = '1000000 years', backoff_rate = 1000,
+   SET retry_interval = '3600 days', max_delay = '3600 days', backoff_rate = 1000,
        jitter = 'none'
  WHERE name = 'huge';
 SELECT job_id AS jh FROM job_state.submit('huge', '{"n": 2}') \gset

@@ -30,6 +30,9 @@ TRUNCATE job_state.job CASCADE;
 DELETE FROM job_state.queue WHERE name = 'q';
 -- jobs are inserted through submit's rules
 INSERT INTO job_state.job (queue, input, status) VALUES ('q', '{}', 'succeeded');
+-- the extension is not dropped while a job is live
+DROP EXTENSION job_state;
 RESET session_replication_role;
+SELECT evtname, evtenabled FROM pg_event_trigger WHERE evtname = 'job_state_drop_guard';
 SELECT id, status, generation FROM job_state.job ORDER BY id;
 SELECT count(*) AS history FROM job_state.job_event WHERE job_id = :j;
