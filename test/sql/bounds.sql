@@ -39,8 +39,10 @@ SELECT job_state.retry_delay('1000000 years', 1000, '1000000 years', 'full', 50)
 -- Raw SQL is held to create_queue's spans; within them the policy's
 -- growth is still capped where it is used.
 SELECT job_state.create_queue('huge', lease => '1 min', on_lease_expiry => 'retry');
+\set VERBOSITY terse
 UPDATE job_state.queue SET retry_interval = '1000000 years' WHERE name = 'huge';
 UPDATE job_state.queue SET lease = '3601 days' WHERE name = 'huge';
+\set VERBOSITY default
 UPDATE job_state.queue
    SET retry_interval = '3600 days', max_delay = '3600 days', backoff_rate = 1000,
        jitter = 'none'
