@@ -31,7 +31,9 @@ OBJS = \
 	src/slot.o \
 	src/namecheck.o \
 	src/drop_guard.o \
-	src/acl.o
+	src/acl.o \
+	src/util.o \
+	src/tables.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 

@@ -44,13 +44,6 @@ PG_FUNCTION_INFO_V1(js_reconcile);
 PG_FUNCTION_INFO_V1(js_redrive);
 PG_FUNCTION_INFO_V1(js_cancel);
 
-/* label of an enum value */
-static char *
-JsEnumLabel(Datum value)
-{
-	return DatumGetCString(DirectFunctionCall1(enum_out, value));
-}
-
 /*
  * succeed, succeed_many and fail write without a statement (rowwrite.c): each
  * job is found by primary key and locked, the fence (generation; running,
@@ -323,10 +316,7 @@ js_fail(PG_FUNCTION_ARGS)
 	{
 		Interval   *after = PG_GETARG_INTERVAL_P(3);
 
-		if (JsIntervalNegative(after))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("retry_after must not be negative")));
+		JsCheckNotNegative("retry_after", after);
 		JsCheckSpanBound("retry_after", after);
 	}
 

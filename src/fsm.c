@@ -63,10 +63,6 @@ PG_FUNCTION_INFO_V1(js_append_only_trigger);
 
 bool		js_purging = false;
 
-const char *const js_status_names[JS_NUM_STATUS] = {
-	"accepted", "running", "succeeded", "failed", "unknown", "cancelled"
-};
-
 #define A JS_ACCEPTED
 #define R JS_RUNNING
 #define S JS_SUCCEEDED
@@ -108,128 +104,6 @@ JsStatusFromName(const char *name)
 			return (JsStatus) i;
 	elog(ERROR, "job_state: unknown status \"%s\"", name);
 	pg_unreachable();
-}
-
-static bool
-JsStatusFinished(JsStatus s)
-{
-	return s == JS_SUCCEEDED || s == JS_FAILED || s == JS_CANCELLED;
-}
-
-static JsJobColumns js_cols;
-
-const JsJobColumns *
-JsJobColumnsFor(Relation rel)
-{
-	TupleDesc	tupdesc = RelationGetDescr(rel);
-	Oid			status_type;
-	int			i;
-
-	if (js_cols.relid == RelationGetRelid(rel))
-		return &js_cols;
-
-	js_cols.queue = JsColumnNumber(rel, "queue");
-	js_cols.id = JsColumnNumber(rel, "id");
-	js_cols.status = JsColumnNumber(rel, "status");
-	js_cols.generation = JsColumnNumber(rel, "generation");
-	js_cols.attempts = JsColumnNumber(rel, "attempts");
-	js_cols.retries = JsColumnNumber(rel, "retries");
-	js_cols.throttles = JsColumnNumber(rel, "throttles");
-	js_cols.idempotency_key = JsColumnNumber(rel, "idempotency_key");
-	js_cols.concurrency_key = JsColumnNumber(rel, "concurrency_key");
-	js_cols.input = JsColumnNumber(rel, "input");
-	js_cols.input_hash = JsColumnNumber(rel, "input_hash");
-	js_cols.result = JsColumnNumber(rel, "result");
-	js_cols.last_error = JsColumnNumber(rel, "last_error");
-	js_cols.error_class = JsColumnNumber(rel, "error_class");
-	js_cols.reason = JsColumnNumber(rel, "reason");
-	js_cols.deadline = JsColumnNumber(rel, "deadline");
-	js_cols.max_attempts = JsColumnNumber(rel, "max_attempts");
-	js_cols.budget = JsColumnNumber(rel, "budget");
-	js_cols.slot[JS_SLOT_QUEUE] = JsColumnNumber(rel, "queue_slot");
-	js_cols.slot[JS_SLOT_RESOURCE] = JsColumnNumber(rel, "resource_slot");
-	js_cols.slot[JS_SLOT_KEY] = JsColumnNumber(rel, "key_slot");
-	js_cols.spent = JsColumnNumber(rel, "spent");
-	js_cols.cancel_requested = JsColumnNumber(rel, "cancel_requested");
-	js_cols.lease_expires_at = JsColumnNumber(rel, "lease_expires_at");
-	js_cols.worker = JsColumnNumber(rel, "worker");
-	js_cols.started_at = JsColumnNumber(rel, "started_at");
-	js_cols.finished_at = JsColumnNumber(rel, "finished_at");
-	js_cols.priority = JsColumnNumber(rel, "priority");
-	js_cols.resource = JsColumnNumber(rel, "resource");
-	js_cols.submitted_by = JsColumnNumber(rel, "submitted_by");
-	js_cols.run_after = JsColumnNumber(rel, "run_after");
-	js_cols.submitted_by_oid =
-		TupleDescAttr(tupdesc, js_cols.submitted_by - 1)->atttypid == REGROLEOID;
-
-	status_type = TupleDescAttr(tupdesc, js_cols.status - 1)->atttypid;
-	for (i = 0; i < JS_NUM_STATUS; i++)
-	{
-		js_cols.status_oids[i] =
-			GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
-							ObjectIdGetDatum(status_type),
-							CStringGetDatum(js_status_names[i]));
-		if (!OidIsValid(js_cols.status_oids[i]))
-			elog(ERROR, "job_state: status \"%s\" is missing", js_status_names[i]);
-	}
-	js_cols.relid = RelationGetRelid(rel);
-	return &js_cols;
-}
-
-static JsStatus
-JsTupleStatus(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc)
-{
-	bool		isnull;
-	Oid			label;
-	int			i;
-
-	label = DatumGetObjectId(heap_getattr(tuple, cols->status, tupdesc, &isnull));
-	for (i = 0; i < JS_NUM_STATUS; i++)
-		if (cols->status_oids[i] == label)
-			return (JsStatus) i;
-	elog(ERROR, "job_state: unexpected status label %u", label);
-	pg_unreachable();
-}
-
-static int32
-JsTupleInt32(HeapTuple tuple, TupleDesc tupdesc, int attnum, bool *isnull)
-{
-	Datum		d = heap_getattr(tuple, attnum, tupdesc, isnull);
-
-	return *isnull ? 0 : DatumGetInt32(d);
-}
-
-static int64
-JsTupleJobId(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc)
-{
-	bool		isnull;
-
-	return DatumGetInt64(heap_getattr(tuple, cols->id, tupdesc, &isnull));
-}
-
-/* same value, looking through TOAST when the raw datums differ */
-static bool
-JsSameValue(HeapTuple a, HeapTuple b, TupleDesc tupdesc, int attnum)
-{
-	Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
-	bool		null_a;
-	bool		null_b;
-	Datum		da = heap_getattr(a, attnum, tupdesc, &null_a);
-	Datum		db = heap_getattr(b, attnum, tupdesc, &null_b);
-
-	if (null_a || null_b)
-		return null_a == null_b;
-	if (datumIsEqual(da, db, att->attbyval, att->attlen))
-		return true;
-	if (att->attlen == -1)
-	{
-		struct varlena *va = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(da));
-		struct varlena *vb = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(db));
-
-		return VARSIZE_ANY_EXHDR(va) == VARSIZE_ANY_EXHDR(vb) &&
-			memcmp(VARDATA_ANY(va), VARDATA_ANY(vb), VARSIZE_ANY_EXHDR(va)) == 0;
-	}
-	return false;
 }
 
 /*

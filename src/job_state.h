@@ -149,6 +149,11 @@ typedef struct JsJobColumns
 } JsJobColumns;
 
 extern const JsJobColumns *JsJobColumnsFor(Relation rel);
+extern bool JsStatusFinished(JsStatus s);
+extern JsStatus JsTupleStatus(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc);
+extern int32 JsTupleInt32(HeapTuple tuple, TupleDesc tupdesc, int attnum, bool *isnull);
+extern int64 JsTupleJobId(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc);
+extern bool JsSameValue(HeapTuple a, HeapTuple b, TupleDesc tupdesc, int attnum);
 
 extern bool JsTransitionAllowed(JsStatus from, JsStatus to);
 extern JsStatus JsStatusFromName(const char *name);
@@ -569,7 +574,8 @@ extern void JsCheckKey(const char *what, const char *key);
 extern void JsRefuseNull(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern int	JsColumnNumber(Relation rel, const char *name);
 extern bool JsIntervalPositive(const Interval *span);
-extern bool JsIntervalNegative(const Interval *span);
+extern void JsCheckNotNegative(const char *what, const Interval *span);
+extern char *JsEnumLabel(Datum value);
 
 /* the most jobs one claim returns, and tokens one succeed_many takes */
 #define JS_MAX_BATCH 10000

@@ -93,10 +93,7 @@ js_purge(PG_FUNCTION_ARGS)
 
 	JsRefuseNull(fcinfo, 0, "older_than");
 	older_than = PG_GETARG_INTERVAL_P(0);
-	if (JsIntervalNegative(older_than))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("older_than must not be negative")));
+	JsCheckNotNegative("older_than", older_than);
 	JsCheckSpanBound("older_than", older_than);
 
 	SPI_connect();

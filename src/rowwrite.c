@@ -215,17 +215,6 @@ JsRowWriterEndUpdate(JsRowWriter *w, TupleTableSlot *locked)
 	PopActiveSnapshot();
 }
 
-/* a relation of job_state's own schema */
-Oid
-JsOwnRelid(const char *name)
-{
-	Oid			relid = get_relname_relid(name, get_namespace_oid("job_state", false));
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "job_state: relation job_state.%s is missing", name);
-	return relid;
-}
-
 /*
  * Start the new version of a row as a copy of the locked one: the caller
  * changes the columns it writes, then ExecStoreVirtualTuple(newslot).
