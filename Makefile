@@ -13,6 +13,7 @@ OBJS = \
 	src/take.o \
 	src/lease.o \
 	src/complete.o \
+	src/operator.o \
 	src/retry.o \
 	src/budget.o \
 	src/fence.o \
