@@ -16,6 +16,7 @@ OBJS = \
 	src/operator.o \
 	src/retry.o \
 	src/budget.o \
+	src/meter.o \
 	src/fence.o \
 	src/queue.o \
 	src/queue_trigger.o \
