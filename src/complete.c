@@ -284,8 +284,8 @@ js_succeed_many(PG_FUNCTION_ARGS)
 
 /*
  * fail: the job is locked and fenced as for succeed; the outcome is
- * decided in C from the locked version and the queue's retry policy
- * (retry.c, budget.c) and written through the same single-row update.
+ * decided from the locked version and the queue's retry policy (retry.c)
+ * and written through the same single-row update.
  */
 Datum
 js_fail(PG_FUNCTION_ARGS)
@@ -300,9 +300,9 @@ js_fail(PG_FUNCTION_ARGS)
 	Datum	   *values;
 	bool	   *nulls;
 	JsStatus	to;
-	const char *reason = NULL;
-	bool		retry = false;
-	TimestampTz run_after = 0;
+	JsFailOutcome outcome;
+	bool		retry;
+	TimestampTz run_after;
 
 	JsRefuseNull(fcinfo, 0, "token");
 	JsRefuseNull(fcinfo, 1, "class");
@@ -328,77 +328,17 @@ js_fail(PG_FUNCTION_ARGS)
 	values = c.newslot->tts_values;
 	nulls = c.newslot->tts_isnull;
 
-	if (strcmp(class_name, "permanent") == 0)
+	JsDecideFail(class_name, cols, values, nulls, fence[0], queue,
+				 token->job_id, PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3),
+				 &outcome);
+	to = outcome.to;
+	retry = outcome.retry;
+	run_after = outcome.run_after;
+	if (to != JS_CANCELLED)
 	{
-		to = JS_FAILED;
-		reason = "permanent_error";
-	}
-	else if (strcmp(class_name, "unknown") == 0)
-	{
-		to = JS_UNKNOWN;
-		reason = "outcome_unknown";
-	}
-	else
-	{
-		int32		attempts = DatumGetInt32(values[cols->attempts - 1]);
-		int32		retries = DatumGetInt32(values[cols->retries - 1]);
-		Relation	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
-		Relation	queue_pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
-		JsQueueOptions q;
-		Interval   *wait;
-
-		if (!JsReadQueue(queuerel, queue_pkey, fence[0], NULL, &q))
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-					 errmsg("queue \"%s\" does not exist", queue),
-					 errdetail("Job %lld belongs to queue \"%s\", whose row was deleted; its retry policy is gone with it.",
-							   (long long) token->job_id, queue),
-					 errhint("Fail the job with class permanent or unknown, which need no retry policy.")));
-		index_close(queue_pkey, NoLock);
-		table_close(queuerel, NoLock);
-
-		if (!PG_ARGISNULL(3))
-			wait = PG_GETARG_INTERVAL_P(3);
-		else
-			wait = JsRetryDelay(&q.retry_interval, q.backoff_rate, &q.max_delay,
-								q.full_jitter,
-								retries < PG_INT32_MAX ? retries + 1 : retries);
-		run_after = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
-															TimestampTzGetDatum(GetCurrentTimestamp()),
-															IntervalPGetDatum(wait)));
-
-		/* exhaustion, in the order attempts, deadline, budget, retries */
-		if (!nulls[cols->max_attempts - 1] &&
-			attempts >= DatumGetInt32(values[cols->max_attempts - 1]))
-			reason = "attempts_exhausted";
-		else if (!nulls[cols->deadline - 1] &&
-				 run_after >= DatumGetTimestampTz(values[cols->deadline - 1]))
-			reason = "deadline_exceeded";
-		else if (!nulls[cols->budget - 1] &&
-				 JsBudgetExhaustedMeter(DatumGetJsonbP(values[cols->budget - 1]),
-										DatumGetJsonbP(values[cols->spent - 1])) != NULL)
-			reason = "budget_exhausted";
-		else if (retries >= q.max_retries)
-			reason = "retries_exhausted";
-		else
-			retry = true;
-
-		to = retry ? JS_ACCEPTED : JS_FAILED;
-	}
-
-	/*
-	 * A requested cancel wins over anything but an unknown outcome; the
-	 * reason the cancel gave stays.
-	 */
-	if (DatumGetBool(values[cols->cancel_requested - 1]) && to != JS_UNKNOWN)
-	{
-		to = JS_CANCELLED;
-		retry = false;
-	}
-	else
-	{
-		values[cols->reason - 1] = reason != NULL ? CStringGetTextDatum(reason) : (Datum) 0;
-		nulls[cols->reason - 1] = reason == NULL;
+		values[cols->reason - 1] = outcome.reason != NULL ?
+			CStringGetTextDatum(outcome.reason) : (Datum) 0;
+		nulls[cols->reason - 1] = outcome.reason == NULL;
 	}
 	if (retry)
 	{

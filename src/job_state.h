@@ -413,6 +413,20 @@ extern Interval *JsRetryDelay(const Interval *retry_interval, double backoff_rat
 							  const Interval *max_delay, bool full_jitter,
 							  int32 retry);
 
+/* fail's outcome (retry.c) */
+typedef struct JsFailOutcome
+{
+	JsStatus	to;
+	const char *reason;			/* NULL: none */
+	bool		retry;
+	TimestampTz run_after;		/* when retry */
+} JsFailOutcome;
+
+extern void JsDecideFail(const char *class_name, const JsJobColumns *cols,
+						 const Datum *values, const bool *nulls, Datum queue,
+						 const char *queue_name, int64 job_id,
+						 const Interval *retry_after, JsFailOutcome *out);
+
 /* fence.c */
 pg_noreturn extern void JsRefuseToken(const char *queue, const JsClaimToken *token,
 									  const char *action);
