@@ -439,6 +439,7 @@ extern void JsCheckStartAllowed(int64 job_id, int32 attempts, bool has_max,
 								int32 max_attempts, bool has_deadline,
 								TimestampTz deadline, Jsonb *budget, Jsonb *spent);
 extern char *JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent);
+extern void JsCheckSpentForward(int64 job_id, Jsonb *oldspent, Jsonb *newspent);
 
 /*
  * slot.c: a concurrency slot row a claim has locked.  A slot taken for a

@@ -7,7 +7,9 @@
  * A meter's limit or spend is a number (never NaN) of at least 0.  A job
  * whose spent amount of any meter has reached its limit is used up and is
  * never started again; the start checks run in the order attempts (JS005),
- * deadline (JS006), budget (JS004).  No SPI, no locks: the callers hold
+ * deadline (JS006), budget (JS004).  A new spent object is an object of
+ * such numbers, and no meter of the old one goes back (JS003, for the job
+ * trigger).  No SPI, no locks: the callers hold
  * the job's row.
  *
  *-------------------------------------------------------------------------
@@ -168,5 +170,87 @@ JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra)
 					 errmsg("job %lld has no meter \"%.*s\"", (long long) job_id,
 							v.val.string.len, v.val.string.val),
 					 errhint("Meters are set by the budget argument of submit.")));
+	}
+}
+
+/*
+ * Every amount of a new spent object is a number of at least 0: the budget
+ * checks compare numbers, and a string such as "Infinity" would slip past
+ * them.
+ */
+static void
+JsCheckSpentNumbers(int64 job_id, Jsonb *newspent)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	JsonbValue	key = {0};
+
+	it = JsonbIteratorInit(&newspent->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (tok == WJB_KEY)
+		{
+			key = v;
+			continue;
+		}
+		if (tok != WJB_VALUE)
+			continue;
+		if (!JsMeterAmountValid(&v))
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+					 errmsg("spent amount \"%.*s\" of job %lld must be a number of at least 0",
+							key.val.string.len, key.val.string.val,
+							(long long) job_id)));
+	}
+}
+
+/*
+ * Every meter in the old spent object must be in the new one with an
+ * amount that is not smaller, and every new amount a number.
+ */
+void
+JsCheckSpentForward(int64 job_id, Jsonb *oldspent, Jsonb *newspent)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	if (!JB_ROOT_IS_OBJECT(newspent) || JB_ROOT_IS_SCALAR(newspent))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("spent of job %lld must be a JSON object", (long long) job_id)));
+	JsCheckSpentNumbers(job_id, newspent);
+	if (!JB_ROOT_IS_OBJECT(oldspent) || JB_ROOT_IS_SCALAR(oldspent))
+		return;
+
+	it = JsonbIteratorInit(&oldspent->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		JsonbValue	key;
+		JsonbValue *newval;
+
+		CHECK_FOR_INTERRUPTS();
+		if (tok != WJB_KEY)
+			continue;
+		key = v;
+		tok = JsonbIteratorNext(&it, &v, true);
+		if (v.type != jbvNumeric)
+			continue;
+		newval = getKeyJsonValueFromContainer(&newspent->root, key.val.string.val,
+											  key.val.string.len, NULL);
+		if (newval == NULL || newval->type != jbvNumeric ||
+			DatumGetInt32(DirectFunctionCall2(numeric_cmp,
+											  NumericGetDatum(newval->val.numeric),
+											  NumericGetDatum(v.val.numeric))) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+					 errmsg("spent amount \"%.*s\" of job %lld cannot go back",
+							key.val.string.len, key.val.string.val,
+							(long long) job_id),
+					 errdetail("It is %s.",
+							   DatumGetCString(DirectFunctionCall1(numeric_out,
+																   NumericGetDatum(v.val.numeric))))));
 	}
 }
