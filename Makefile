@@ -5,12 +5,14 @@ OBJS = \
 	src/spi.o \
 	src/token.o \
 	src/fsm.o \
+	src/job_trigger.o \
 	src/event.o \
 	src/rowwrite.o \
 	src/submit.o \
 	src/claim.o \
 	src/claim_mark.o \
 	src/take.o \
+	src/claim_limited.o \
 	src/lease.o \
 	src/complete.o \
 	src/operator.o \

@@ -104,10 +104,8 @@ js_claim(PG_FUNCTION_ARGS)
 		JsTakeClose(&t);
 		if (expiry_due)
 			JsExpireLeases(queue);
-		JsClaimWithLimits(queue, q.id, job_relid, PG_GETARG_DATUM(1),
-						  IntervalPGetDatum(&q.lease), max_jobs,
-						  q.has_queue_limit, q.queue_limit,
-						  q.has_key_limit, q.key_limit, rsinfo);
+		JsClaimWithLimits(queue, &q, job_relid, PG_GETARG_DATUM(1),
+						  max_jobs, rsinfo);
 		SPI_finish();
 		return (Datum) 0;		/* it left its own mark */
 	}
@@ -142,22 +140,12 @@ js_claim(PG_FUNCTION_ARGS)
 
 		for (i = 0; i < n; i++)
 		{
-			Datum		out[5];
-			bool		outnulls[5] = {false, false, false, false, false};
-
 			if (!taken[i].started)
 			{
 				used_up++;
 				continue;
 			}
-			out[0] = ClaimTokenGetDatum(JsTokenMint(taken[i].job_id,
-													taken[i].generation, q.id));
-			out[1] = Int64GetDatum(taken[i].job_id);
-			out[2] = Int32GetDatum(taken[i].attempts);
-			out[3] = taken[i].input;
-			out[4] = taken[i].deadline;
-			outnulls[4] = taken[i].deadline_null;
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
+			JsReturnClaimed(rsinfo, &taken[i], q.id);
 			claimed++;
 		}
 

@@ -362,6 +362,7 @@ extern void JsTakeOpen(JsTake *t);
 extern void JsTakeClose(JsTake *t);
 extern bool JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q);
 extern int	JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due);
+extern void JsReturnClaimed(ReturnSetInfo *rsinfo, const JsTaken *taken, int32 queue_id);
 extern bool JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now);
 extern int	JsReadCandidates(JsTake *t, const JsTakeArgs *args, JsCandidate *out);
 extern JsTakeResult JsTakeJob(JsTake *t, const JsTakeArgs *args,
@@ -479,10 +480,8 @@ extern void JsRawStartSlots(int64 job_id, Datum queue, Datum resource,
 							int32 numbers[JS_NUM_SLOT_KINDS]);
 extern void JsQueueLimitSlots(const char *queue, bool per_key, int32 limit);
 extern void JsResourceLimitSlots(const char *resource, bool adopt, int32 limit);
-extern int	JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
-							  Datum worker, Datum lease, int32 max_jobs,
-							  bool has_queue_limit, int32 queue_limit,
-							  bool has_key_limit, int32 key_limit,
+extern int	JsClaimWithLimits(const char *queue, const JsQueueOptions *q,
+							  Oid job_relid, Datum worker, int32 max_jobs,
 							  ReturnSetInfo *rsinfo);
 
 /* lease.c */

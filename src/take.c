@@ -56,6 +56,8 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "utils/tuplestore.h"
+
 #include "job_state.h"
 
 /* true while claim writes the job it starts (the job trigger reads it) */
@@ -462,4 +464,25 @@ JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now)
 	found = index_getnext_slot(scan, ForwardScanDirection, t->scanslot);
 	index_endscan(scan);
 	return found;
+}
+
+/*
+ * One output row of claim for a job it started: (token, job_id, attempts,
+ * input, deadline).  Minting may run SPI (the secret's first use), so both
+ * claim paths call this after their reads of the job.
+ */
+void
+JsReturnClaimed(ReturnSetInfo *rsinfo, const JsTaken *taken, int32 queue_id)
+{
+	Datum		out[5];
+	bool		outnulls[5] = {false, false, false, false, false};
+
+	out[0] = ClaimTokenGetDatum(JsTokenMint(taken->job_id, taken->generation,
+											queue_id));
+	out[1] = Int64GetDatum(taken->job_id);
+	out[2] = Int32GetDatum(taken->attempts);
+	out[3] = taken->input;
+	out[4] = taken->deadline;
+	outnulls[4] = taken->deadline_null;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
 }
