@@ -26,7 +26,7 @@ OBJS = \
 	src/bucket.o \
 	src/sweeper.o \
 	src/notify.o \
-	src/worker.o \
+	src/bgworker.o \
 	src/cron.o \
 	src/schedule.o \
 	src/purge.o \

@@ -19,7 +19,7 @@
  * (queue_slot, resource_slot, key_slot).  They are freed by the job trigger
  * when it leaves running (succeed, fail, retry, cancel, lease expiry, raw
  * SQL alike): the BEFORE trigger clears the numbers and the AFTER trigger
- * (fsm.c) frees those rows by primary key (slot.c).
+ * (job_trigger.c) frees those rows by primary key (slot.c).
  *
  * max_starts_per_second is a token bucket split into shards (bucket.c):
  * a start takes a token from any shard that has one, SKIP LOCKED.

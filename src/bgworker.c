@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker.c
+ * bgworker.c
  *	  What the two background workers share (sweeper.c, notify.c): their
  *	  registration, their start, and one round of work in a transaction of
  *	  its own.
