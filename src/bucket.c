@@ -228,15 +228,13 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 	ScanKeyData keys[2];
 	IndexScanDesc scan;
 	ItemPointerData tid;
-	JsTMFailureData tmfd;
 	bool		isnull;
 	double		tokens;
 	TimestampTz refilled_at;
 
-	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   pkey->rd_indcollation[0], F_TEXTEQ, CStringGetTextDatum(name));
-	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
-						   InvalidOid, F_INT4EQ, Int32GetDatum(n));
+	JsScanKey(&keys[0], pkey, 1, BTEqualStrategyNumber, F_TEXTEQ,
+			  CStringGetTextDatum(name));
+	JsScanKey(&keys[1], pkey, 2, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(n));
 	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 2);
 	index_rescan(scan, keys, 2, NULL, 0);
 	if (!index_getnext_slot(scan, ForwardScanDirection, found))
@@ -264,9 +262,8 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 
 	/* this version only: a newer one was just written by another claimer */
 	tid = found->tts_tid;
-	if (table_tuple_lock(rel, &tid, GetActiveSnapshot(), locked,
-						 GetCurrentCommandId(false), LockTupleNoKeyExclusive,
-						 LockWaitSkip, 0, &tmfd.tmfd) != TM_Ok)
+	if (JsLockTuple(rel, &tid, locked, GetCurrentCommandId(false),
+					LockWaitSkip, 0) != TM_Ok)
 	{
 		/* a claimer that holds an empty shard has nothing for this one */
 		if (tokens >= 1.0)

@@ -39,6 +39,7 @@
 
 #include "postgres.h"
 
+#include "access/skey.h"
 #include "access/tableam.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -238,6 +239,10 @@ typedef enum JsInsertResult
 
 extern JsInsertResult JsRowWriterInsert(JsRowWriter *w, TupleTableSlot *slot,
 										List *arbiters);
+extern void JsScanKey(ScanKey key, Relation index, AttrNumber attno,
+					  StrategyNumber strategy, RegProcedure proc, Datum arg);
+extern TM_Result JsLockTuple(Relation rel, ItemPointer tid, TupleTableSlot *slot,
+							 CommandId cid, LockWaitPolicy wait, int flags);
 extern bool JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 					  LockWaitPolicy wait);
 extern bool JsFindJob(Relation rel, Relation pkey, Datum queue, Datum id,

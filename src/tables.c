@@ -249,8 +249,8 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
 	TupleTableSlot *slot = table_slot_create(queuerel, NULL);
 	bool		found;
 
-	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   pkey->rd_indcollation[0], F_TEXTEQ, queue);
+	JsScanKey(&key, pkey, 1, BTEqualStrategyNumber, F_TEXTEQ,
+			  queue);
 	scan = JsIndexBeginScan(queuerel, pkey, GetActiveSnapshot(), 1);
 	index_rescan(scan, &key, 1, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
@@ -339,9 +339,8 @@ JsReadResourceLimits(const char *name, int32 *limit, double *rate)
 
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   pkey->rd_indcollation[0], F_TEXTEQ,
-						   CStringGetTextDatum(name));
+	JsScanKey(&key, pkey, 1, BTEqualStrategyNumber, F_TEXTEQ,
+			  CStringGetTextDatum(name));
 	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 1);
 	index_rescan(scan, &key, 1, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);

@@ -79,14 +79,6 @@ typedef struct JsReadyScan
 	ScanKeyData row[2];			/* (run_after, id) > the mark's */
 } JsReadyScan;
 
-static void
-JsKey(ScanKey key, Relation index, AttrNumber attno, StrategyNumber strategy,
-	  RegProcedure proc, Datum arg)
-{
-	ScanKeyEntryInitialize(key, 0, attno, strategy, InvalidOid,
-						   index->rd_indcollation[attno - 1], proc, arg);
-}
-
 /*
  * Open the job table and what claim reads; the caller's SPI connection is
  * not used.
@@ -266,12 +258,12 @@ static void
 JsReadyKeys(JsTake *t, const JsTakeArgs *args, JsReadyScan *rs,
 			StrategyNumber priority_strategy, RegProcedure priority_proc)
 {
-	JsKey(&rs->keys[rs->nkeys++], t->ready, 1, BTEqualStrategyNumber, F_TEXTEQ,
+	JsScanKey(&rs->keys[rs->nkeys++], t->ready, 1, BTEqualStrategyNumber, F_TEXTEQ,
 		  args->queue);
 	if (priority_strategy != InvalidStrategy)
-		JsKey(&rs->keys[rs->nkeys++], t->ready, 2, priority_strategy, priority_proc,
+		JsScanKey(&rs->keys[rs->nkeys++], t->ready, 2, priority_strategy, priority_proc,
 			  Int32GetDatum(args->mark->priority));
-	JsKey(&rs->keys[rs->nkeys++], t->ready, 3, BTLessEqualStrategyNumber,
+	JsScanKey(&rs->keys[rs->nkeys++], t->ready, 3, BTLessEqualStrategyNumber,
 		  F_TIMESTAMPTZ_LE, TimestampTzGetDatum(args->now));
 }
 
@@ -456,8 +448,8 @@ JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now)
 	IndexScanDesc scan;
 	bool		found;
 
-	JsKey(&keys[0], t->lease, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
-	JsKey(&keys[1], t->lease, 2, BTLessEqualStrategyNumber, F_TIMESTAMPTZ_LE,
+	JsScanKey(&keys[0], t->lease, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
+	JsScanKey(&keys[1], t->lease, 2, BTLessEqualStrategyNumber, F_TIMESTAMPTZ_LE,
 		  TimestampTzGetDatum(now));
 	scan = JsIndexBeginScan(t->job, t->lease, GetActiveSnapshot(), 2);
 	index_rescan(scan, keys, 2, NULL, 0);
