@@ -39,6 +39,9 @@
 
 #include "job_state.h"
 
+/* job_state.database: where the background workers connect */
+char	   *js_database = NULL;
+
 static JsPlan installed_plan = {
 	"SELECT 1 FROM pg_catalog.pg_extension"
 	" WHERE extname OPERATOR(pg_catalog.=) 'job_state'",

@@ -57,6 +57,12 @@ PG_FUNCTION_INFO_V1(js_job_fsm_trigger);
 
 bool		js_purging = false;
 
+/* job_state.restore: replay a dump as it was, unchecked */
+bool		js_restore = false;
+
+/* set by take.c while claim starts the jobs whose slots it holds */
+bool		js_claim_starting = false;
+
 #define A JS_ACCEPTED
 #define R JS_RUNNING
 #define S JS_SUCCEEDED

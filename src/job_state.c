@@ -25,13 +25,6 @@
 
 PG_MODULE_MAGIC;
 
-bool		js_track_events = true;
-int			js_notify = JS_NOTIFY_ON;
-int			js_notify_interval = 10;
-bool		js_restore = false;
-bool		js_drop_live_jobs = false;
-int			js_sweep_interval = 1000;
-char	   *js_database = NULL;
 
 void		_PG_init(void);
 

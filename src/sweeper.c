@@ -39,6 +39,9 @@
 
 #include "job_state.h"
 
+/* job_state.sweep_interval, in milliseconds */
+int			js_sweep_interval = 1000;
+
 PG_FUNCTION_INFO_V1(js_sweep);
 
 #define JS_SWEEPER_NAME "job_state sweeper"

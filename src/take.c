@@ -60,9 +60,6 @@
 
 #include "job_state.h"
 
-/* true while claim writes the job it starts (the job trigger reads it) */
-bool		js_claim_starting = false;
-
 /* one step of taking jobs: the writer and its slots */
 typedef struct JsTakeStep
 {
