@@ -60,8 +60,46 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# every object includes the shared header (PGXS does not track headers)
-$(OBJS): src/job_state.h src/errcodes.h
+# each object's own headers (PGXS does not track them): a header change
+# rebuilds exactly the objects that include it, directly or through
+# another header
+src/job_state.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h src/bgworker.h
+src/spi.o: src/job_state.h src/errcodes.h
+src/token.o: src/job_state.h src/errcodes.h src/tables.h src/token.h src/acl.h
+src/fsm.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/limits.h
+src/job_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/limits.h
+src/event.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h
+src/rowwrite.o: src/job_state.h src/errcodes.h src/rowwrite.h
+src/submit.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h src/bgworker.h
+src/claim.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h src/token.h src/acl.h
+src/claim_mark.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h
+src/take.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/claim.h src/token.h
+src/claim_limited.o: src/job_state.h src/errcodes.h src/tables.h src/limits.h src/claim.h
+src/lease.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h
+src/complete.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/token.h
+src/operator.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h
+src/retry.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h
+src/budget.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/token.h
+src/meter.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h
+src/fence.o: src/job_state.h src/errcodes.h src/rowwrite.h src/token.h
+src/queue.o: src/job_state.h src/errcodes.h src/acl.h
+src/queue_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/limits.h
+src/resource.o: src/job_state.h src/errcodes.h src/tables.h src/limits.h
+src/bucket.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/limits.h
+src/sweeper.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h src/cron.h src/bgworker.h
+src/notify.o: src/job_state.h src/errcodes.h src/bgworker.h
+src/bgworker.o: src/job_state.h src/errcodes.h src/bgworker.h
+src/cron.o: src/job_state.h src/errcodes.h src/cron.h
+src/schedule.o: src/job_state.h src/errcodes.h src/acl.h src/cron.h
+src/purge.o: src/job_state.h src/errcodes.h src/tables.h src/acl.h
+src/operation.o: src/job_state.h src/errcodes.h src/token.h
+src/limits.o: src/job_state.h src/errcodes.h src/tables.h src/limits.h
+src/slot.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/limits.h
+src/namecheck.o: src/job_state.h src/errcodes.h
+src/drop_guard.o: src/job_state.h src/errcodes.h
+src/acl.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/acl.h
+src/util.o: src/job_state.h src/errcodes.h
+src/tables.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h
 
 # ---- release archive for PGXN --------------------------------------------
 # make dist: job_state-<version>.zip of the files tracked in git at HEAD,

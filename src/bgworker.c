@@ -38,6 +38,7 @@
 #include "utils/snapmgr.h"
 
 #include "job_state.h"
+#include "bgworker.h"
 
 /* job_state.database: where the background workers connect */
 char	   *js_database = NULL;

@@ -68,6 +68,9 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
+#include "limits.h"
 
 /* the most shards one resource's rate is split into */
 #define JS_BUCKET_SHARDS 32

@@ -22,6 +22,8 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "rules.h"
+#include "token.h"
 
 PG_FUNCTION_INFO_V1(js_budget_exhausted);
 PG_FUNCTION_INFO_V1(js_charge);

@@ -28,6 +28,10 @@
 #include "utils/tuplestore.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "claim.h"
+#include "token.h"
+#include "acl.h"
 
 PG_FUNCTION_INFO_V1(js_claim);
 PG_FUNCTION_INFO_V1(js_heartbeat);

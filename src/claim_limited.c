@@ -30,6 +30,9 @@
 #include "utils/tuplestore.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "limits.h"
+#include "claim.h"
 
 static bool
 JsSlotFor(JsSlot *slot, const char *kind, const char *scope, const char *key,

@@ -35,6 +35,10 @@
 #include "utils/tuplestore.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
+#include "rules.h"
+#include "token.h"
 
 PG_FUNCTION_INFO_V1(js_succeed);
 PG_FUNCTION_INFO_V1(js_succeed_many);

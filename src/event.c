@@ -35,6 +35,9 @@
 #include "utils/rel.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
+#include "rules.h"
 
 /* attribute numbers of job_event, looked up once per relation */
 typedef struct JsEventColumns

@@ -37,6 +37,8 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "rowwrite.h"
+#include "token.h"
 
 static JsPlan job_plan = {
 	"SELECT status::pg_catalog.text, generation,"

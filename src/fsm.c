@@ -45,6 +45,9 @@
 #include "utils/syscache.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rules.h"
+#include "limits.h"
 
 /*
  * The hint of a job row inserted as it could not have been submitted: a

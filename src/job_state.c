@@ -22,6 +22,8 @@
 #include "utils/rel.h"
 
 #include "job_state.h"
+#include "claim.h"
+#include "bgworker.h"
 
 PG_MODULE_MAGIC;
 

@@ -28,6 +28,9 @@
 #include "utils/rel.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rules.h"
+#include "limits.h"
 
 /* job_state.track_events */
 bool		js_track_events = true;

@@ -47,6 +47,8 @@
 #include "utils/tuplestore.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "limits.h"
 
 /* ensure rows 1..n of a slot scope exist */
 static JsPlan ensure_plan = {

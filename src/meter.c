@@ -23,6 +23,7 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "rules.h"
 
 /* a meter's limit or spend: a number (never NaN) of at least 0 */
 bool

@@ -54,6 +54,7 @@
 #include "utils/memutils.h"
 
 #include "job_state.h"
+#include "bgworker.h"
 
 /* job_state.notify and job_state.notify_interval */
 int			js_notify = JS_NOTIFY_ON;

@@ -21,6 +21,9 @@
 #include "utils/jsonb.h"
 
 #include "job_state.h"
+#include "rowwrite.h"
+#include "rules.h"
+#include "acl.h"
 
 PG_FUNCTION_INFO_V1(js_reconcile);
 PG_FUNCTION_INFO_V1(js_redrive);

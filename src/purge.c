@@ -21,6 +21,8 @@
 #include "utils/lsyscache.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "acl.h"
 
 PG_FUNCTION_INFO_V1(js_purge);
 

@@ -24,6 +24,7 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "acl.h"
 
 PG_FUNCTION_INFO_V1(js_create_queue);
 PG_FUNCTION_INFO_V1(js_alter_queue);

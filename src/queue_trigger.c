@@ -53,6 +53,8 @@
 #include "utils/rel.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "limits.h"
 
 PG_FUNCTION_INFO_V1(js_queue_trigger);
 

@@ -56,6 +56,8 @@
 #include "utils/snapmgr.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "limits.h"
 
 PG_FUNCTION_INFO_V1(js_create_resource);
 PG_FUNCTION_INFO_V1(js_alter_resource);

@@ -28,6 +28,8 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rules.h"
 
 PG_FUNCTION_INFO_V1(js_retry_delay);
 

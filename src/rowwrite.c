@@ -49,6 +49,7 @@
 #include "utils/snapmgr.h"
 
 #include "job_state.h"
+#include "rowwrite.h"
 
 /*
  * A server struct we allocate ourselves (see JS_STRUCT_ROOM in job_state.h):

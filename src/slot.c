@@ -55,6 +55,9 @@
 #include "utils/snapmgr.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
+#include "limits.h"
 
 /* job_state.slot's columns */
 enum

@@ -35,6 +35,11 @@
 #include "utils/tuplestore.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
+#include "rules.h"
+#include "acl.h"
+#include "bgworker.h"
 
 PG_FUNCTION_INFO_V1(js_submit);
 

@@ -39,6 +39,8 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
 
 /* a relation of job_state's own schema */
 Oid

@@ -59,6 +59,11 @@
 #include "utils/tuplestore.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
+#include "rules.h"
+#include "claim.h"
+#include "token.h"
 
 /* one step of taking jobs: the writer and its slots */
 typedef struct JsTakeStep
