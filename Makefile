@@ -66,15 +66,15 @@ include $(PGXS)
 src/job_state.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h src/bgworker.h
 src/spi.o: src/job_state.h src/errcodes.h
 src/token.o: src/job_state.h src/errcodes.h src/tables.h src/token.h src/acl.h
-src/fsm.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/limits.h
-src/job_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/limits.h
+src/fsm.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h
+src/job_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h
 src/event.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h
 src/rowwrite.o: src/job_state.h src/errcodes.h src/rowwrite.h
 src/submit.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h src/bgworker.h
 src/claim.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h src/token.h src/acl.h
 src/claim_mark.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h
 src/take.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/claim.h src/token.h
-src/claim_limited.o: src/job_state.h src/errcodes.h src/tables.h src/limits.h src/claim.h
+src/claim_limited.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/claim.h
 src/lease.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h
 src/complete.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/token.h
 src/operator.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h
@@ -83,9 +83,9 @@ src/budget.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/token.
 src/meter.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h
 src/fence.o: src/job_state.h src/errcodes.h src/rowwrite.h src/token.h
 src/queue.o: src/job_state.h src/errcodes.h src/acl.h
-src/queue_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/limits.h
-src/resource.o: src/job_state.h src/errcodes.h src/tables.h src/limits.h
-src/bucket.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/limits.h
+src/queue_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h
+src/resource.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h
+src/bucket.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/slots.h
 src/sweeper.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h src/cron.h src/bgworker.h
 src/notify.o: src/job_state.h src/errcodes.h src/bgworker.h
 src/bgworker.o: src/job_state.h src/errcodes.h src/bgworker.h
@@ -93,8 +93,8 @@ src/cron.o: src/job_state.h src/errcodes.h src/cron.h
 src/schedule.o: src/job_state.h src/errcodes.h src/acl.h src/cron.h
 src/purge.o: src/job_state.h src/errcodes.h src/tables.h src/acl.h
 src/operation.o: src/job_state.h src/errcodes.h src/token.h
-src/limits.o: src/job_state.h src/errcodes.h src/tables.h src/limits.h
-src/slot.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/limits.h
+src/limits.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h
+src/slot.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/slots.h
 src/namecheck.o: src/job_state.h src/errcodes.h
 src/drop_guard.o: src/job_state.h src/errcodes.h
 src/acl.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/acl.h

@@ -70,7 +70,7 @@
 #include "job_state.h"
 #include "tables.h"
 #include "rowwrite.h"
-#include "limits.h"
+#include "slots.h"
 
 /* the most shards one resource's rate is split into */
 #define JS_BUCKET_SHARDS 32

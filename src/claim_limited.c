@@ -31,7 +31,7 @@
 
 #include "job_state.h"
 #include "tables.h"
-#include "limits.h"
+#include "slots.h"
 #include "claim.h"
 
 static bool

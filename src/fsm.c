@@ -47,7 +47,7 @@
 #include "job_state.h"
 #include "tables.h"
 #include "rules.h"
-#include "limits.h"
+#include "slots.h"
 
 /*
  * The hint of a job row inserted as it could not have been submitted: a

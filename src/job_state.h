@@ -4,8 +4,10 @@
  *	  What every file of job_state shares: the job statuses, the GUCs, the
  *	  kept-plan API (spi.c), the argument checks (util.c), the SQLSTATEs
  *	  (errcodes.h) and the global lock order.  Each family of files has its
- *	  own header besides: tables.h, rowwrite.h, rules.h, limits.h,
- *	  claim.h, token.h, acl.h, cron.h, bgworker.h.
+ *	  own header besides: tables.h, rowwrite.h, rules.h, slots.h,
+ *	  claim.h, token.h, acl.h, cron.h, bgworker.h;
+ *	  slots.h is not limits.h so as not to hide <limits.h> where src/ is an
+ *	  include path (the fuzz build).
  *
  * Conventions: SQL-callable symbols are js_<sqlname>; helpers are Js*.
  * Every statement on our tables runs through SPI with a plan prepared once

@@ -30,7 +30,7 @@
 #include "job_state.h"
 #include "tables.h"
 #include "rules.h"
-#include "limits.h"
+#include "slots.h"
 
 /* job_state.track_events */
 bool		js_track_events = true;

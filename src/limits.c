@@ -48,7 +48,7 @@
 
 #include "job_state.h"
 #include "tables.h"
-#include "limits.h"
+#include "slots.h"
 
 /* ensure rows 1..n of a slot scope exist */
 static JsPlan ensure_plan = {

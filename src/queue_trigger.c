@@ -54,7 +54,7 @@
 
 #include "job_state.h"
 #include "tables.h"
-#include "limits.h"
+#include "slots.h"
 
 PG_FUNCTION_INFO_V1(js_queue_trigger);
 

@@ -57,7 +57,7 @@
 
 #include "job_state.h"
 #include "tables.h"
-#include "limits.h"
+#include "slots.h"
 
 PG_FUNCTION_INFO_V1(js_create_resource);
 PG_FUNCTION_INFO_V1(js_alter_resource);

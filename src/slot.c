@@ -57,7 +57,7 @@
 #include "job_state.h"
 #include "tables.h"
 #include "rowwrite.h"
-#include "limits.h"
+#include "slots.h"
 
 /* job_state.slot's columns */
 enum

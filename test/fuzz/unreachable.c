@@ -15,6 +15,8 @@
 
 void	   *CacheMemoryContext = NULL;
 void	   *SPI_tuptable = NULL;
+/* CHECK_FOR_INTERRUPTS() reads it: no interrupt is ever pending here */
+volatile int InterruptPending = 0;
 
 #define JS_UNREACHABLE(name) \
 	void name(void); \
@@ -31,6 +33,12 @@ JS_UNREACHABLE(JsExecute)
 JS_UNREACHABLE(JsGetText)
 JS_UNREACHABLE(JsOwnRelid)
 JS_UNREACHABLE(JsRefuseNull)
+JS_UNREACHABLE(ProcessInterrupts)
+JS_UNREACHABLE(pg_detoast_datum_copy)
+JS_UNREACHABLE(JsGetDatumCopy)
+JS_UNREACHABLE(JsExecuteLatest)
+JS_UNREACHABLE(get_attnum)
+JS_UNREACHABLE(JsRequireQueuePrivilege)
 JS_UNREACHABLE(LockRelationOid)
 JS_UNREACHABLE(MemoryContextAlloc)
 JS_UNREACHABLE(MemoryContextReset)

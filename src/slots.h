@@ -1,14 +1,14 @@
 /*-------------------------------------------------------------------------
  *
- * limits.h
+ * slots.h
  *	  Concurrency slots (slot.c), start-rate buckets (bucket.c) and the
  *	  bookkeeping that keeps the slot rows in step with the limits
  *	  (limits.c).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef JS_LIMITS_H
-#define JS_LIMITS_H
+#ifndef JS_SLOTS_H
+#define JS_SLOTS_H
 
 #include "storage/itemptr.h"
 
@@ -51,4 +51,4 @@ extern void JsRawStartSlots(int64 job_id, Datum queue, Datum resource,
 extern void JsQueueLimitSlots(const char *queue, bool per_key, int32 limit);
 extern void JsResourceLimitSlots(const char *resource, bool adopt, int32 limit);
 
-#endif							/* JS_LIMITS_H */
+#endif							/* JS_SLOTS_H */
