@@ -1,6 +1,7 @@
 EXTENSION = job_state
 MODULE_big = job_state
 OBJS = \
+	src/init.o \
 	src/job_state.o \
 	src/spi.o \
 	src/token.o \
@@ -63,7 +64,8 @@ include $(PGXS)
 # each object's own headers (PGXS does not track them): a header change
 # rebuilds exactly the objects that include it, directly or through
 # another header
-src/job_state.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h src/bgworker.h
+src/init.o: src/job_state.h src/errcodes.h src/tables.h src/take.h src/bgworker.h
+src/job_state.o: src/job_state.h src/errcodes.h
 src/spi.o: src/job_state.h src/errcodes.h
 src/token.o: src/job_state.h src/errcodes.h src/tables.h src/token.h src/acl.h
 src/fsm.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h
@@ -71,11 +73,11 @@ src/job_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/s
 src/event.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h
 src/rowwrite.o: src/job_state.h src/errcodes.h src/rowwrite.h
 src/submit.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h src/bgworker.h
-src/claim.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h src/token.h src/acl.h
-src/claim_mark.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h
-src/take.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/claim.h src/token.h
-src/claim_limited.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/claim.h
-src/lease.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h
+src/claim.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/take.h src/token.h src/acl.h
+src/claim_mark.o: src/job_state.h src/errcodes.h src/tables.h src/take.h
+src/take.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/take.h src/token.h
+src/claim_limited.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/take.h
+src/lease.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h
 src/complete.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/token.h
 src/operator.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h
 src/retry.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h
@@ -86,7 +88,7 @@ src/queue.o: src/job_state.h src/errcodes.h src/acl.h
 src/queue_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h
 src/resource.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h
 src/bucket.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/slots.h
-src/sweeper.o: src/job_state.h src/errcodes.h src/tables.h src/claim.h src/cron.h src/bgworker.h
+src/sweeper.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/cron.h src/bgworker.h
 src/notify.o: src/job_state.h src/errcodes.h src/bgworker.h
 src/bgworker.o: src/job_state.h src/errcodes.h src/bgworker.h
 src/cron.o: src/job_state.h src/errcodes.h src/cron.h

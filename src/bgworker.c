@@ -40,9 +40,6 @@
 #include "job_state.h"
 #include "bgworker.h"
 
-/* job_state.database: where the background workers connect */
-char	   *js_database = NULL;
-
 static JsPlan installed_plan = {
 	"SELECT 1 FROM pg_catalog.pg_extension"
 	" WHERE extname OPERATOR(pg_catalog.=) 'job_state'",

@@ -29,7 +29,8 @@
 
 #include "job_state.h"
 #include "tables.h"
-#include "claim.h"
+#include "rules.h"
+#include "take.h"
 #include "token.h"
 #include "acl.h"
 

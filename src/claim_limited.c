@@ -32,7 +32,7 @@
 #include "job_state.h"
 #include "tables.h"
 #include "slots.h"
-#include "claim.h"
+#include "take.h"
 
 static bool
 JsSlotFor(JsSlot *slot, const char *kind, const char *scope, const char *key,

@@ -59,9 +59,6 @@
 
 #include "job_state.h"
 
-/* job_state.drop_live_jobs */
-bool		js_drop_live_jobs = false;
-
 PG_FUNCTION_INFO_V1(js_drop_guard);
 
 #define JS_EXTENSION_NAME "job_state"

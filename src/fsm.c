@@ -59,10 +59,6 @@
 PG_FUNCTION_INFO_V1(js_job_fsm_trigger);
 
 bool		js_purging = false;
-
-/* job_state.restore: replay a dump as it was, unchecked */
-bool		js_restore = false;
-
 /* set by take.c while claim starts the jobs whose slots it holds */
 bool		js_claim_starting = false;
 

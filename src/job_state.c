@@ -1,34 +1,33 @@
 /*-------------------------------------------------------------------------
  *
  * job_state.c
- *	  Module entry point, GUCs and the argument checks shared by the
- *	  SQL-callable functions.
+ *	  The library's magic block and its GUCs: their variables, defaults,
+ *	  ranges and contexts (job_state.h says which file each one steers).
+ *
+ * Knows nothing of jobs; _PG_init (init.c) calls JsDefineGucs first.
+ * job_state.* is reserved, so a misspelt setting is reported.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "common/int.h"
-#include "common/int128.h"
-#include "fmgr.h"
-#include "funcapi.h"
-#include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/timestamp.h"
-#include "utils/tuplestore.h"
+#include <limits.h>
 
-#include "utils/rel.h"
+#include "utils/guc.h"
 
 #include "job_state.h"
-#include "claim.h"
-#include "bgworker.h"
 
 PG_MODULE_MAGIC;
 
-
-void		_PG_init(void);
+bool		js_track_events = true;
+int			js_notify = JS_NOTIFY_ON;
+int			js_notify_interval = 10;
+bool		js_restore = false;
+bool		js_drop_live_jobs = false;
+int			js_sweep_interval = 1000;
+char	   *js_database = NULL;
+bool		js_check_statement_names = false;
+int			js_claim_rescan_interval = 1000;
 
 static const struct config_enum_entry js_notify_options[] = {
 	{"on", JS_NOTIFY_ON, false},
@@ -43,8 +42,13 @@ static const struct config_enum_entry js_notify_options[] = {
 	{NULL, 0, false}
 };
 
+/*
+ * Define every GUC of job_state; the PGC_POSTMASTER ones (and the
+ * notifier's interval) only while shared_preload_libraries is processed,
+ * where the workers that read them are registered.
+ */
 void
-_PG_init(void)
+JsDefineGucs(bool preloading)
 {
 	DefineCustomBoolVariable("job_state.track_events",
 							 "Records every job state change in job_state.job_event.",
@@ -109,10 +113,9 @@ _PG_init(void)
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
-	JsClaimMarkInit();
 
-	/* PGC_POSTMASTER settings and workers only while preloading */
-	if (process_shared_preload_libraries_in_progress)
+	/* PGC_POSTMASTER settings only while preloading */
+	if (preloading)
 	{
 		DefineCustomStringVariable("job_state.database",
 								   "Database the background worker sweeps.",
@@ -130,8 +133,6 @@ _PG_init(void)
 								PGC_SIGHUP,
 								GUC_UNIT_MS,
 								NULL, NULL, NULL);
-		JsRegisterSweeper();
-		JsRegisterNotifier();
 	}
 
 #if PG_VERSION_NUM >= 150000

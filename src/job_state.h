@@ -5,7 +5,7 @@
  *	  kept-plan API (spi.c), the argument checks (util.c), the SQLSTATEs
  *	  (errcodes.h) and the global lock order.  Each family of files has its
  *	  own header besides: tables.h, rowwrite.h, rules.h, slots.h,
- *	  claim.h, token.h, acl.h, cron.h, bgworker.h;
+ *	  take.h, token.h, acl.h, cron.h, bgworker.h;
  *	  slots.h is not limits.h so as not to hide <limits.h> where src/ is an
  *	  include path (the fuzz build).
  *
@@ -57,7 +57,7 @@
 #define pg_noreturn pg_attribute_noreturn()
 #endif
 
-/* GUCs, defined by job_state.c's _PG_init, each kept by the file it steers */
+/* job_state.c: the GUCs, and the file each one steers */
 extern bool js_track_events;	/* job_trigger.c */
 extern int	js_notify;			/* notify.c: a JsNotifyMode */
 extern int	js_notify_interval;	/* notify.c */
@@ -67,6 +67,7 @@ extern int	js_sweep_interval;	/* sweeper.c */
 extern char *js_database;		/* bgworker.c */
 extern bool js_check_statement_names;	/* namecheck.c */
 extern int	js_claim_rescan_interval;	/* claim_mark.c */
+extern void JsDefineGucs(bool preloading);
 
 /*
  * job_state.notify: who sends the wake-up of a new job (notify.c).

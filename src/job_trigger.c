@@ -32,9 +32,6 @@
 #include "rules.h"
 #include "slots.h"
 
-/* job_state.track_events */
-bool		js_track_events = true;
-
 PG_FUNCTION_INFO_V1(js_job_event_trigger);
 PG_FUNCTION_INFO_V1(js_job_truncate_trigger);
 PG_FUNCTION_INFO_V1(js_append_only_trigger);

@@ -23,7 +23,7 @@
 #include "utils/builtins.h"
 
 #include "job_state.h"
-#include "claim.h"
+#include "rules.h"
 
 
 /*

@@ -56,10 +56,6 @@
 #include "job_state.h"
 #include "bgworker.h"
 
-/* job_state.notify and job_state.notify_interval */
-int			js_notify = JS_NOTIFY_ON;
-int			js_notify_interval = 10;
-
 #define JS_NOTIFIER_NAME "job_state notifier"
 #define JS_NOTIFIER_RESTART_SECS 5
 #define JS_NOTIFIER_RETRY_MS 1000

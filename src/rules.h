@@ -3,7 +3,8 @@
  * rules.h
  *	  The rules a job's row follows, below the SQL-callable functions: the
  *	  transition table (fsm.c), the history row (event.c), the retry
- *	  decision (retry.c) and the cost meters (meter.c).
+ *	  decision (retry.c), the cost meters (meter.c) and lease expiry
+ *	  (lease.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -64,5 +65,8 @@ extern void JsCheckStartAllowed(int64 job_id, int32 attempts, bool has_max,
 								TimestampTz deadline, Jsonb *budget, Jsonb *spent);
 extern char *JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent);
 extern void JsCheckSpentForward(int64 job_id, Jsonb *oldspent, Jsonb *newspent);
+
+/* lease.c */
+extern int	JsExpireLeases(const char *queue);
 
 #endif							/* JS_RULES_H */

@@ -38,12 +38,9 @@
 #include "utils/memutils.h"
 
 #include "job_state.h"
-#include "claim.h"
+#include "rules.h"
 #include "cron.h"
 #include "bgworker.h"
-
-/* job_state.sweep_interval, in milliseconds */
-int			js_sweep_interval = 1000;
 
 PG_FUNCTION_INFO_V1(js_sweep);
 

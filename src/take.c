@@ -62,7 +62,7 @@
 #include "tables.h"
 #include "rowwrite.h"
 #include "rules.h"
-#include "claim.h"
+#include "take.h"
 #include "token.h"
 
 /* one step of taking jobs: the writer and its slots */

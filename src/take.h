@@ -1,14 +1,15 @@
 /*-------------------------------------------------------------------------
  *
- * claim.h
- *	  The claim paths: the session's mark (claim_mark.c), the walk of the
- *	  ready index (take.c), the slot-taking claim (claim_limited.c) and
- *	  lease expiry (lease.c).
+ * take.h
+ *	  The claim paths: the walk of the ready index (take.c), the session's
+ *	  mark (claim_mark.c) and the slot-taking claim (claim_limited.c).
+ *	  Named after take.c, the floor it describes, not after claim.c, the
+ *	  entry point above that uses it.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef JS_CLAIM_H
-#define JS_CLAIM_H
+#ifndef JS_TAKE_H
+#define JS_TAKE_H
 
 #include "access/tableam.h"
 #include "utils/relcache.h"
@@ -98,7 +99,5 @@ extern int	JsClaimWithLimits(const char *queue, const JsQueueOptions *q,
 							  Oid job_relid, Datum worker, int32 max_jobs,
 							  ReturnSetInfo *rsinfo);
 
-/* lease.c */
-extern int	JsExpireLeases(const char *queue);
 
-#endif							/* JS_CLAIM_H */
+#endif							/* JS_TAKE_H */
