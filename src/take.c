@@ -480,3 +480,94 @@ JsReturnClaimed(ReturnSetInfo *rsinfo, const JsTaken *taken, int32 queue_id)
 	outnulls[4] = taken->deadline_null;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
 }
+
+/*
+ * The plain claim, for queues without limits: take up to max_jobs ready
+ * jobs of the queue, resuming after this session's mark in the queue
+ * (claim_mark.c) when it has one.  A pass looks again from the head of the
+ * queue when the resumed walk came back short (jobs may be ready behind the
+ * mark) or when leases ran out (their expiry, lease.c, may requeue jobs,
+ * also behind the mark); another pass runs when jobs turned out used up
+ * and left room.  Each started job is one output row; t is closed and the
+ * mark left for the next claim.
+ */
+/* bound on the passes one claim makes (used-up jobs, expiry rounds) */
+#define JS_CLAIM_MAX_PASSES 16
+
+void
+JsClaimReady(JsTake *t, const char *queue, Datum queue_datum, Datum worker,
+			 const JsQueueOptions *q, int32 max_jobs, TimestampTz started,
+			 ReturnSetInfo *rsinfo)
+{
+	JsTaken    *taken;
+	int			claimed = 0;
+	int			passes = 0;
+	bool		from_head = false;
+	JsClaimKey	last;
+	bool		have_last = false;
+	Oid			job_relid = RelationGetRelid(t->job);
+
+	taken = palloc(sizeof(JsTaken) * max_jobs);
+	for (;;)
+	{
+		JsTakeArgs	args;
+		JsClaimKey	mark;
+		bool		resumed;
+		bool		expiry_due;
+		int			n;
+		int			i;
+		int			used_up = 0;
+
+		args.queue = queue_datum;
+		args.worker = worker;
+		args.lease = (Interval *) &q->lease;
+		args.now = GetCurrentTimestamp();
+		args.asked = q->paused ? 0 : max_jobs - claimed;
+		args.after_mark_only = false;
+
+		/*
+		 * Resume after this session's mark unless an earlier pass of this
+		 * call already looked from the head.
+		 */
+		resumed = !from_head && JsClaimMarkGet(queue, args.now, &mark);
+		if (!resumed)
+			from_head = true;
+		args.mark = resumed ? &mark : NULL;
+		n = JsTakeReady(t, &args, taken, &expiry_due);
+
+		for (i = 0; i < n; i++)
+		{
+			if (!taken[i].started)
+			{
+				used_up++;
+				continue;
+			}
+			JsReturnClaimed(rsinfo, &taken[i], q->id);
+			claimed++;
+		}
+
+		/*
+		 * The next claim resumes after the last job taken, in claim order,
+		 * by the last pass that took any: a pass from the head that finds
+		 * nothing more leaves the mark of the resumed pass before it.
+		 */
+		if (n > 0)
+		{
+			last = taken[n - 1].key;
+			have_last = true;
+		}
+
+		if (expiry_due)
+			JsExpireLeases(queue);
+		if (claimed >= max_jobs || ++passes > JS_CLAIM_MAX_PASSES)
+			break;
+		if (expiry_due || (resumed && n < args.asked))
+			from_head = true;
+		else if (used_up == 0)
+			break;
+	}
+
+	JsTakeClose(t);
+	JsClaimMarkSet(job_relid, queue, started, from_head,
+				   have_last ? &last : NULL);
+}

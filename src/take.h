@@ -86,6 +86,9 @@ extern void JsTakeOpen(JsTake *t);
 extern void JsTakeClose(JsTake *t);
 extern bool JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q);
 extern int	JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due);
+extern void JsClaimReady(JsTake *t, const char *queue, Datum queue_datum,
+						 Datum worker, const JsQueueOptions *q, int32 max_jobs,
+						 TimestampTz started, ReturnSetInfo *rsinfo);
 extern void JsReturnClaimed(ReturnSetInfo *rsinfo, const JsTaken *taken, int32 queue_id);
 extern bool JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now);
 extern int	JsReadCandidates(JsTake *t, const JsTakeArgs *args, JsCandidate *out);
