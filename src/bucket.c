@@ -285,8 +285,8 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 
 /*
  * Take a start token of resource name, whose rate is per_second starts a
- * second, for claim (limits.c): false when no shard has one for this
- * claimer now.  Then *busy tells whether a shard had one but another
+ * second, for claim (claim_limited.c) and a raw-SQL start (limits.c):
+ * false when no shard has one for this claimer now.  Then *busy tells whether a shard had one but another
  * claimer held it (the next try may find it free), rather than all being
  * empty.
  */

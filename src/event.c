@@ -2,7 +2,7 @@
  *
  * event.c
  *	  Writing job history: one job_event row per change of a job's status
- *	  or generation, for the job_state_event trigger (fsm.c).
+ *	  or generation, for the job_state_event trigger (job_trigger.c).
  *
  * Every write of a job, by our functions or by raw SQL, fires that trigger,
  * so history is written in one place.  The row goes in through the

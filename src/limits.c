@@ -154,8 +154,8 @@ static JsPlan per_key_limit_plan = {
 
 /*
  * A job of queue was written naming a resource or a concurrency key it did
- * not name before (the job's AFTER trigger, fsm.c: submit and raw SQL
- * alike).  The resource must exist, claim must take the slot path in the
+ * not name before (the job's AFTER trigger, job_trigger.c: submit and raw
+ * SQL alike).  The resource must exist, claim must take the slot path in the
  * queue, and a key of a queue with a per-key limit needs its slots; a job
  * that named a resource without being counted, or a key without slots,
  * would start past the limit or never.

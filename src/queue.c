@@ -2,11 +2,12 @@
  *
  * queue.c
  *	  Queue administration: create_queue, alter_queue, pause_queue and
- *	  resume_queue; and reading a queue's options without a statement, for
- *	  claim, submit and fail (JsReadQueue).
+ *	  resume_queue (a queue's options are read by tables.c).
  *
  * Options are checked here, with 22023 and a message that names the
  * option; the table's CHECK constraints repeat the rules for raw SQL.
+ * Locks: the queue row, by the statements' own row locks; the job
+ * table's triggers on the queue (queue_trigger.c) take theirs.
  *
  *-------------------------------------------------------------------------
  */
