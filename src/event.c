@@ -39,39 +39,6 @@
 #include "rowwrite.h"
 #include "rules.h"
 
-/* attribute numbers of job_event, looked up once per relation */
-typedef struct JsEventColumns
-{
-	Oid			relid;
-	int			queue;
-	int			job_id;
-	int			seq;
-	int			from_status;
-	int			to_status;
-	int			generation;
-	int			at;
-	int			detail;
-} JsEventColumns;
-
-static JsEventColumns js_event_cols;
-
-static const JsEventColumns *
-JsEventColumnsFor(Relation rel)
-{
-	if (js_event_cols.relid == RelationGetRelid(rel))
-		return &js_event_cols;
-	js_event_cols.queue = JsColumnNumber(rel, "queue");
-	js_event_cols.job_id = JsColumnNumber(rel, "job_id");
-	js_event_cols.seq = JsColumnNumber(rel, "seq");
-	js_event_cols.from_status = JsColumnNumber(rel, "from_status");
-	js_event_cols.to_status = JsColumnNumber(rel, "to_status");
-	js_event_cols.generation = JsColumnNumber(rel, "generation");
-	js_event_cols.at = JsColumnNumber(rel, "at");
-	js_event_cols.detail = JsColumnNumber(rel, "detail");
-	js_event_cols.relid = RelationGetRelid(rel);
-	return &js_event_cols;
-}
-
 static void
 JsPushText(JsonbParseState **state, const char *key, Datum value)
 {

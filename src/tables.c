@@ -75,6 +75,59 @@ JsStatusFinished(JsStatus s)
 	return s == JS_SUCCEEDED || s == JS_FAILED || s == JS_CANCELLED;
 }
 
+/* one column of a map: its name, and where its number goes in the map */
+typedef struct JsColumnName
+{
+	const char *name;
+	size_t		offset;
+} JsColumnName;
+
+/* the numbers of names (n of them) into the int fields of map */
+static void
+JsFillColumns(Relation rel, const JsColumnName *names, int n, void *map)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+		*(int *) ((char *) map + names[i].offset) = JsColumnNumber(rel, names[i].name);
+}
+
+#define JS_JOB_COLUMN(field, name) {name, offsetof(JsJobColumns, field)}
+
+static const JsColumnName js_job_column_names[] = {
+	JS_JOB_COLUMN(queue, "queue"),
+	JS_JOB_COLUMN(id, "id"),
+	JS_JOB_COLUMN(status, "status"),
+	JS_JOB_COLUMN(generation, "generation"),
+	JS_JOB_COLUMN(attempts, "attempts"),
+	JS_JOB_COLUMN(retries, "retries"),
+	JS_JOB_COLUMN(throttles, "throttles"),
+	JS_JOB_COLUMN(idempotency_key, "idempotency_key"),
+	JS_JOB_COLUMN(concurrency_key, "concurrency_key"),
+	JS_JOB_COLUMN(input, "input"),
+	JS_JOB_COLUMN(input_hash, "input_hash"),
+	JS_JOB_COLUMN(result, "result"),
+	JS_JOB_COLUMN(last_error, "last_error"),
+	JS_JOB_COLUMN(error_class, "error_class"),
+	JS_JOB_COLUMN(reason, "reason"),
+	JS_JOB_COLUMN(deadline, "deadline"),
+	JS_JOB_COLUMN(max_attempts, "max_attempts"),
+	JS_JOB_COLUMN(budget, "budget"),
+	JS_JOB_COLUMN(slot[JS_SLOT_QUEUE], "queue_slot"),
+	JS_JOB_COLUMN(slot[JS_SLOT_RESOURCE], "resource_slot"),
+	JS_JOB_COLUMN(slot[JS_SLOT_KEY], "key_slot"),
+	JS_JOB_COLUMN(spent, "spent"),
+	JS_JOB_COLUMN(cancel_requested, "cancel_requested"),
+	JS_JOB_COLUMN(lease_expires_at, "lease_expires_at"),
+	JS_JOB_COLUMN(worker, "worker"),
+	JS_JOB_COLUMN(started_at, "started_at"),
+	JS_JOB_COLUMN(finished_at, "finished_at"),
+	JS_JOB_COLUMN(priority, "priority"),
+	JS_JOB_COLUMN(resource, "resource"),
+	JS_JOB_COLUMN(submitted_by, "submitted_by"),
+	JS_JOB_COLUMN(run_after, "run_after"),
+};
+
 static JsJobColumns js_cols;
 
 const JsJobColumns *
@@ -87,37 +140,7 @@ JsJobColumnsFor(Relation rel)
 	if (js_cols.relid == RelationGetRelid(rel))
 		return &js_cols;
 
-	js_cols.queue = JsColumnNumber(rel, "queue");
-	js_cols.id = JsColumnNumber(rel, "id");
-	js_cols.status = JsColumnNumber(rel, "status");
-	js_cols.generation = JsColumnNumber(rel, "generation");
-	js_cols.attempts = JsColumnNumber(rel, "attempts");
-	js_cols.retries = JsColumnNumber(rel, "retries");
-	js_cols.throttles = JsColumnNumber(rel, "throttles");
-	js_cols.idempotency_key = JsColumnNumber(rel, "idempotency_key");
-	js_cols.concurrency_key = JsColumnNumber(rel, "concurrency_key");
-	js_cols.input = JsColumnNumber(rel, "input");
-	js_cols.input_hash = JsColumnNumber(rel, "input_hash");
-	js_cols.result = JsColumnNumber(rel, "result");
-	js_cols.last_error = JsColumnNumber(rel, "last_error");
-	js_cols.error_class = JsColumnNumber(rel, "error_class");
-	js_cols.reason = JsColumnNumber(rel, "reason");
-	js_cols.deadline = JsColumnNumber(rel, "deadline");
-	js_cols.max_attempts = JsColumnNumber(rel, "max_attempts");
-	js_cols.budget = JsColumnNumber(rel, "budget");
-	js_cols.slot[JS_SLOT_QUEUE] = JsColumnNumber(rel, "queue_slot");
-	js_cols.slot[JS_SLOT_RESOURCE] = JsColumnNumber(rel, "resource_slot");
-	js_cols.slot[JS_SLOT_KEY] = JsColumnNumber(rel, "key_slot");
-	js_cols.spent = JsColumnNumber(rel, "spent");
-	js_cols.cancel_requested = JsColumnNumber(rel, "cancel_requested");
-	js_cols.lease_expires_at = JsColumnNumber(rel, "lease_expires_at");
-	js_cols.worker = JsColumnNumber(rel, "worker");
-	js_cols.started_at = JsColumnNumber(rel, "started_at");
-	js_cols.finished_at = JsColumnNumber(rel, "finished_at");
-	js_cols.priority = JsColumnNumber(rel, "priority");
-	js_cols.resource = JsColumnNumber(rel, "resource");
-	js_cols.submitted_by = JsColumnNumber(rel, "submitted_by");
-	js_cols.run_after = JsColumnNumber(rel, "run_after");
+	JsFillColumns(rel, js_job_column_names, lengthof(js_job_column_names), &js_cols);
 	js_cols.submitted_by_oid =
 		TupleDescAttr(tupdesc, js_cols.submitted_by - 1)->atttypid == REGROLEOID;
 
@@ -211,6 +234,24 @@ typedef struct JsQueueColumns
 	int			acl;
 } JsQueueColumns;
 
+#define JS_QUEUE_COLUMN(field) {#field, offsetof(JsQueueColumns, field)}
+
+static const JsColumnName js_queue_column_names[] = {
+	JS_QUEUE_COLUMN(id),
+	JS_QUEUE_COLUMN(lease),
+	JS_QUEUE_COLUMN(max_lease),
+	JS_QUEUE_COLUMN(max_attempts),
+	JS_QUEUE_COLUMN(paused),
+	JS_QUEUE_COLUMN(concurrency_limit),
+	JS_QUEUE_COLUMN(per_key_limit),
+	JS_QUEUE_COLUMN(uses_resources),
+	JS_QUEUE_COLUMN(retry_interval),
+	JS_QUEUE_COLUMN(backoff_rate),
+	JS_QUEUE_COLUMN(max_retries),
+	JS_QUEUE_COLUMN(max_delay),
+	JS_QUEUE_COLUMN(jitter),
+};
+
 static JsQueueColumns js_queue_cols;
 
 static const JsQueueColumns *
@@ -218,19 +259,8 @@ JsQueueColumnsFor(Relation rel)
 {
 	if (js_queue_cols.relid == RelationGetRelid(rel))
 		return &js_queue_cols;
-	js_queue_cols.id = JsColumnNumber(rel, "id");
-	js_queue_cols.lease = JsColumnNumber(rel, "lease");
-	js_queue_cols.max_lease = JsColumnNumber(rel, "max_lease");
-	js_queue_cols.max_attempts = JsColumnNumber(rel, "max_attempts");
-	js_queue_cols.paused = JsColumnNumber(rel, "paused");
-	js_queue_cols.concurrency_limit = JsColumnNumber(rel, "concurrency_limit");
-	js_queue_cols.per_key_limit = JsColumnNumber(rel, "per_key_limit");
-	js_queue_cols.uses_resources = JsColumnNumber(rel, "uses_resources");
-	js_queue_cols.retry_interval = JsColumnNumber(rel, "retry_interval");
-	js_queue_cols.backoff_rate = JsColumnNumber(rel, "backoff_rate");
-	js_queue_cols.max_retries = JsColumnNumber(rel, "max_retries");
-	js_queue_cols.max_delay = JsColumnNumber(rel, "max_delay");
-	js_queue_cols.jitter = JsColumnNumber(rel, "jitter");
+	JsFillColumns(rel, js_queue_column_names, lengthof(js_queue_column_names),
+				  &js_queue_cols);
 	/* 0.2.0 added it; under 0.1.0's table every queue is open */
 	js_queue_cols.acl = Max(SPI_fnumber(RelationGetDescr(rel), "acl"), 0);
 	js_queue_cols.relid = RelationGetRelid(rel);
@@ -386,4 +416,30 @@ JsInputHash(Jsonb *input)
 	SET_VARSIZE(hash, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
 	pfree(text);
 	return hash;
+}
+
+#define JS_EVENT_COLUMN(field) {#field, offsetof(JsEventColumns, field)}
+
+static const JsColumnName js_event_column_names[] = {
+	JS_EVENT_COLUMN(queue),
+	JS_EVENT_COLUMN(job_id),
+	JS_EVENT_COLUMN(seq),
+	JS_EVENT_COLUMN(from_status),
+	JS_EVENT_COLUMN(to_status),
+	JS_EVENT_COLUMN(generation),
+	JS_EVENT_COLUMN(at),
+	JS_EVENT_COLUMN(detail),
+};
+
+static JsEventColumns js_event_cols;
+
+const JsEventColumns *
+JsEventColumnsFor(Relation rel)
+{
+	if (js_event_cols.relid == RelationGetRelid(rel))
+		return &js_event_cols;
+	JsFillColumns(rel, js_event_column_names, lengthof(js_event_column_names),
+				  &js_event_cols);
+	js_event_cols.relid = RelationGetRelid(rel);
+	return &js_event_cols;
 }

@@ -76,6 +76,22 @@ extern int32 JsTupleInt32(HeapTuple tuple, TupleDesc tupdesc, int attnum, bool *
 extern int64 JsTupleJobId(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc);
 extern bool JsSameValue(HeapTuple a, HeapTuple b, TupleDesc tupdesc, int attnum);
 
+/* attribute numbers of job_event, looked up once per relation */
+typedef struct JsEventColumns
+{
+	Oid			relid;
+	int			queue;
+	int			job_id;
+	int			seq;
+	int			from_status;
+	int			to_status;
+	int			generation;
+	int			at;
+	int			detail;
+} JsEventColumns;
+
+extern const JsEventColumns *JsEventColumnsFor(Relation rel);
+
 extern int	JsColumnNumber(Relation rel, const char *name);
 
 extern Oid	JsOwnRelid(const char *name);
