@@ -62,15 +62,18 @@ static const int js_queue_span_args[] = {
 	ARG_LEASE, ARG_MAX_LEASE, ARG_RETRY_INTERVAL, ARG_MAX_DELAY
 };
 
+/* the types of the arguments, in the order of js_queue_args */
+#define JS_QUEUE_ARGTYPES \
+	{TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, FLOAT8OID, INT4OID, \
+	INTERVALOID, TEXTOID, INT4OID, TEXTOID, INT4OID, INT4OID}
+
 static JsPlan create_plan = {
 	"INSERT INTO job_state.queue (name, lease, max_lease, retry_interval,"
 	"  backoff_rate, max_retries, max_delay, jitter, max_attempts,"
 	"  on_lease_expiry, concurrency_limit, per_key_limit)"
 	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
 	" ON CONFLICT (name) DO NOTHING RETURNING id",
-	JS_QUEUE_NARGS,
-	{TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, FLOAT8OID, INT4OID,
-	INTERVALOID, TEXTOID, INT4OID, TEXTOID, INT4OID, INT4OID}
+	JS_QUEUE_NARGS, JS_QUEUE_ARGTYPES
 };
 
 static JsPlan alter_plan = {
@@ -87,9 +90,7 @@ static JsPlan alter_plan = {
 	"  concurrency_limit = COALESCE($11, concurrency_limit),"
 	"  per_key_limit = COALESCE($12, per_key_limit)"
 	" WHERE name OPERATOR(pg_catalog.=) $1",
-	JS_QUEUE_NARGS,
-	{TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, FLOAT8OID, INT4OID,
-	INTERVALOID, TEXTOID, INT4OID, TEXTOID, INT4OID, INT4OID}
+	JS_QUEUE_NARGS, JS_QUEUE_ARGTYPES
 };
 
 static JsPlan pause_plan = {
