@@ -64,7 +64,7 @@ include $(PGXS)
 # each object's own headers (PGXS does not track them): a header change
 # rebuilds exactly the objects that include it, directly or through
 # another header
-src/init.o: src/job_state.h src/errcodes.h src/tables.h src/take.h src/bgworker.h
+src/init.o: src/job_state.h src/errcodes.h src/claim_mark.h src/bgworker.h
 src/job_state.o: src/job_state.h src/errcodes.h
 src/spi.o: src/job_state.h src/errcodes.h
 src/token.o: src/job_state.h src/errcodes.h src/tables.h src/token.h src/acl.h
@@ -73,10 +73,10 @@ src/job_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/s
 src/event.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h
 src/rowwrite.o: src/job_state.h src/errcodes.h src/rowwrite.h
 src/submit.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h src/bgworker.h
-src/claim.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/take.h src/token.h src/acl.h
-src/claim_mark.o: src/job_state.h src/errcodes.h src/tables.h src/take.h
-src/take.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/take.h src/token.h
-src/claim_limited.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/take.h
+src/claim.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/take.h src/claim_mark.h src/token.h src/acl.h
+src/claim_mark.o: src/job_state.h src/errcodes.h src/claim_mark.h
+src/take.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/take.h src/claim_mark.h src/token.h
+src/claim_limited.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/take.h src/claim_mark.h
 src/lease.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h
 src/complete.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/token.h
 src/operator.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h

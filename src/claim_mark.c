@@ -39,7 +39,7 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
-#include "take.h"
+#include "claim_mark.h"
 
 /* queue names have at most 128 characters of at most 4 bytes */
 #define JS_MARK_KEY_LEN (128 * 4 + 1)

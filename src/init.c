@@ -15,7 +15,7 @@
 #include "miscadmin.h"
 
 #include "job_state.h"
-#include "take.h"
+#include "claim_mark.h"
 #include "bgworker.h"
 
 void		_PG_init(void);

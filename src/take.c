@@ -5,10 +5,9 @@
  *	  the walk of the ready index, the SKIP LOCKED row locks, the move to
  *	  running and the probe for leases that ran out.
  *
- * claim (claim.c) used to do this with one SQL statement of CTEs; starting
- * that statement (sixteen plan nodes) cost more than the work it did.  Here
- * the same steps run as index scans and single-row updates, with the
- * semantics of the statement:
+ * The steps run as index scans and single-row updates (starting one SQL
+ * statement would cost more than the work it does), with the semantics of
+ * the statement:
  *
  *	SELECT ... FROM job_state.job
  *	 WHERE queue = $1 AND status = 'accepted' AND run_after <= now
@@ -33,6 +32,11 @@
  * Resuming after a mark (claim_mark.c) walks the priorities above the
  * mark's from their start, the mark's priority from the mark on, then the
  * priorities below, each a bounded index scan.
+ * The plain claim (JsClaimReady, for queues without limits) runs whole
+ * here: passes of this walk, lease expiry between them (lease.c) and the
+ * mark it leaves; claim_limited.c takes the jobs one by one instead
+ * (JsReadCandidates, JsTakeJob).  Both return their rows through
+ * JsReturnClaimed.
  *
  * Locks: RowExclusiveLock on job and its indexes; AccessShareLock on queue;
  * the row locks of the jobs taken.

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * take.h
- *	  The claim paths: the walk of the ready index (take.c), the session's
- *	  mark (claim_mark.c) and the slot-taking claim (claim_limited.c).
+ *	  The claim paths: the walk of the ready index (take.c) and the
+ *	  slot-taking claim (claim_limited.c); the session's mark is
+ *	  claim_mark.h's.
  *	  Named after take.c, the floor it describes, not after claim.c, the
  *	  entry point above that uses it.
  *
@@ -16,19 +17,7 @@
 
 #include "job_state.h"
 #include "tables.h"
-
-/* claim_mark.c: where this session's last claim in a queue stopped */
-typedef struct JsClaimKey		/* a job's key in the ready index */
-{
-	int32		priority;
-	TimestampTz run_after;
-	int64		id;
-} JsClaimKey;
-
-extern void JsClaimMarkInit(void);
-extern bool JsClaimMarkGet(const char *queue, TimestampTz now, JsClaimKey *mark);
-extern void JsClaimMarkSet(Oid job_relid, const char *queue, TimestampTz now,
-						   bool from_head, const JsClaimKey *last);
+#include "claim_mark.h"
 
 /* take.c: claim's walk of the ready index */
 typedef struct JsTake
