@@ -47,6 +47,9 @@
 #include "utils/syscache.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
+#include "acl.h"
 
 PG_FUNCTION_INFO_V1(js_grant_queue);
 PG_FUNCTION_INFO_V1(js_revoke_queue);

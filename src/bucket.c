@@ -68,6 +68,9 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
+#include "slots.h"
 
 /* the most shards one resource's rate is split into */
 #define JS_BUCKET_SHARDS 32
@@ -228,15 +231,13 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 	ScanKeyData keys[2];
 	IndexScanDesc scan;
 	ItemPointerData tid;
-	JsTMFailureData tmfd;
 	bool		isnull;
 	double		tokens;
 	TimestampTz refilled_at;
 
-	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   pkey->rd_indcollation[0], F_TEXTEQ, CStringGetTextDatum(name));
-	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
-						   InvalidOid, F_INT4EQ, Int32GetDatum(n));
+	JsScanKey(&keys[0], pkey, 1, BTEqualStrategyNumber, F_TEXTEQ,
+			  CStringGetTextDatum(name));
+	JsScanKey(&keys[1], pkey, 2, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(n));
 	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 2);
 	index_rescan(scan, keys, 2, NULL, 0);
 	if (!index_getnext_slot(scan, ForwardScanDirection, found))
@@ -264,9 +265,8 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 
 	/* this version only: a newer one was just written by another claimer */
 	tid = found->tts_tid;
-	if (table_tuple_lock(rel, &tid, GetActiveSnapshot(), locked,
-						 GetCurrentCommandId(false), LockTupleNoKeyExclusive,
-						 LockWaitSkip, 0, &tmfd.tmfd) != TM_Ok)
+	if (JsLockTuple(rel, &tid, locked, GetCurrentCommandId(false),
+					LockWaitSkip, 0) != TM_Ok)
 	{
 		/* a claimer that holds an empty shard has nothing for this one */
 		if (tokens >= 1.0)
@@ -285,8 +285,8 @@ JsTakeFromShard(Relation rel, Relation pkey, const char *name, int32 n,
 
 /*
  * Take a start token of resource name, whose rate is per_second starts a
- * second, for claim (limits.c): false when no shard has one for this
- * claimer now.  Then *busy tells whether a shard had one but another
+ * second, for claim (claim_limited.c) and a raw-SQL start (limits.c):
+ * false when no shard has one for this claimer now.  Then *busy tells whether a shard had one but another
  * claimer held it (the next try may find it free), rather than all being
  * empty.
  */

@@ -1,14 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * budget.c
- *	  Per-job cost meters: limits (job.budget) and what was spent
- *	  (job.spent), both JSON objects of meter name to number.
+ *	  charge, reserve and budget_exhausted: the SQL face of a job's cost
+ *	  meters (their rules are meter.c's).
  *
- * A job whose spent amount of any meter has reached its limit is used up
- * and is never started again.  Spent amounts only grow (the job trigger
- * checks it).  charge records spend that happened (never refused, any
- * MAC-valid token of the job); reserve checks a planned spend against the
- * limit for the current claim, holding nothing.
+ * charge records spend that happened (never refused, any MAC-valid token
+ * of the job); reserve checks a planned spend against the limit for the
+ * current claim, holding nothing.  Spent amounts only grow (the job
+ * trigger checks it).
  *
  * Locks: charge takes the job's row lock.
  *
@@ -23,132 +22,12 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "rules.h"
+#include "token.h"
 
 PG_FUNCTION_INFO_V1(js_budget_exhausted);
 PG_FUNCTION_INFO_V1(js_charge);
 PG_FUNCTION_INFO_V1(js_reserve);
-
-/* a meter's limit or spend: a number (never NaN) of at least 0 */
-bool
-JsMeterAmountValid(const JsonbValue *v)
-{
-	return v->type == jbvNumeric &&
-		!numeric_is_nan(v->val.numeric) &&
-		!DatumGetBool(DirectFunctionCall2(numeric_lt,
-										  NumericGetDatum(v->val.numeric),
-										  NumericGetDatum(int64_to_numeric(0))));
-}
-
-/*
- * A budget is an object of meter names to limits (numbers >= 0).
- */
-void
-JsCheckBudget(Jsonb *budget)
-{
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-
-	if (!JB_ROOT_IS_OBJECT(budget) || JB_ROOT_IS_SCALAR(budget))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("budget must be a JSON object of meter names to limits"),
-				 errhint("For example: '{\"usd_cents\": 500, \"tokens\": 200000}'.")));
-
-	it = JsonbIteratorInit(&budget->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		char	   *meter;
-
-		CHECK_FOR_INTERRUPTS();
-		if (tok != WJB_KEY)
-			continue;
-		meter = pnstrdup(v.val.string.val, v.val.string.len);
-		JsCheckName("meter", meter);
-		(void) JsonbIteratorNext(&it, &v, true);
-		if (!JsMeterAmountValid(&v))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("budget limit of meter \"%s\" must be a number of at least 0",
-							meter)));
-	}
-}
-
-/*
- * The first meter whose spend has reached its limit, or NULL.  A spend that
- * is not a number (only raw SQL could write one) counts as used up: an
- * amount we cannot read never lets a job run past its limit.
- */
-char *
-JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent)
-{
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-
-	if (budget == NULL || !JB_ROOT_IS_OBJECT(budget) || JB_ROOT_IS_SCALAR(budget))
-		return NULL;
-
-	it = JsonbIteratorInit(&budget->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		JsonbValue	key;
-		JsonbValue *used = NULL;
-		Numeric		zero;
-
-		CHECK_FOR_INTERRUPTS();
-		if (tok != WJB_KEY)
-			continue;
-		key = v;
-		(void) JsonbIteratorNext(&it, &v, true);
-		if (v.type != jbvNumeric)
-			continue;
-		if (spent != NULL && JB_ROOT_IS_OBJECT(spent))
-			used = getKeyJsonValueFromContainer(&spent->root, key.val.string.val,
-												key.val.string.len, NULL);
-		if (used != NULL && used->type != jbvNumeric)
-			return pnstrdup(key.val.string.val, key.val.string.len);
-		zero = int64_to_numeric(0);
-		if (DatumGetInt32(DirectFunctionCall2(numeric_cmp,
-											  NumericGetDatum(used != NULL ? used->val.numeric : zero),
-											  NumericGetDatum(v.val.numeric))) >= 0)
-			return pnstrdup(key.val.string.val, key.val.string.len);
-	}
-	return NULL;
-}
-
-/*
- * Refuse to start a job whose limits are used up, checked in the order
- * attempts (JS005), deadline (JS006), budget (JS004).  Used by the job
- * trigger for every start and by redrive for the run it would allow.
- */
-void
-JsCheckStartAllowed(int64 job_id, int32 attempts, bool has_max, int32 max_attempts,
-					bool has_deadline, TimestampTz deadline,
-					Jsonb *budget, Jsonb *spent)
-{
-	char	   *meter;
-
-	if (has_max && attempts >= max_attempts)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_ATTEMPTS_EXHAUSTED),
-				 errmsg("job %lld has used all its attempts", (long long) job_id),
-				 errdetail("It has made %d of %d attempts.", attempts, max_attempts),
-				 errhint("Redrive it with extra_attempts to run it again.")));
-	if (has_deadline && deadline <= GetCurrentTimestamp())
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_DEADLINE_EXCEEDED),
-				 errmsg("job %lld is past its deadline", (long long) job_id),
-				 errdetail("The deadline is %s.", timestamptz_to_str(deadline)),
-				 errhint("Redrive it with new_deadline to run it again.")));
-	meter = budget != NULL ? JsBudgetExhaustedMeter(budget, spent) : NULL;
-	if (meter != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_BUDGET_EXCEEDED),
-				 errmsg("job %lld has used up its budget", (long long) job_id),
-				 errdetail("Meter \"%s\" has reached its limit.", meter),
-				 errhint("Redrive it with extra_budget to raise the limit of meter \"%s\".", meter)));
-}
 
 Datum
 js_budget_exhausted(PG_FUNCTION_ARGS)
@@ -157,33 +36,6 @@ js_budget_exhausted(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	PG_RETURN_BOOL(JsBudgetExhaustedMeter(PG_GETARG_JSONB_P(0),
 										  PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1)) != NULL);
-}
-
-/*
- * Every meter of extra must be a meter of the job's budget (JS008).
- */
-void
-JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra)
-{
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-
-	it = JsonbIteratorInit(&extra->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (tok != WJB_KEY)
-			continue;
-		if (budget == NULL ||
-			getKeyJsonValueFromContainer(&budget->root, v.val.string.val,
-										 v.val.string.len, NULL) == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-					 errmsg("job %lld has no meter \"%.*s\"", (long long) job_id,
-							v.val.string.len, v.val.string.val),
-					 errhint("Meters are set by the budget argument of submit.")));
-	}
 }
 
 /*

@@ -12,7 +12,7 @@
  * queue (lease.c), so an idle sweeper is never needed for correctness; a
  * job requeued by that expiry is claimable by the next pass.
  * Queues with a concurrency limit, a per-key limit or jobs naming a
- * resource take the slot-taking path of limits.c instead.
+ * resource take the slot-taking path of claim_limited.c instead.
  *
  * Locks: the row locks of the jobs it takes (and of the leases it expires).
  *
@@ -28,21 +28,20 @@
 #include "utils/tuplestore.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rules.h"
+#include "take.h"
+#include "token.h"
+#include "acl.h"
 
 PG_FUNCTION_INFO_V1(js_claim);
 PG_FUNCTION_INFO_V1(js_heartbeat);
 PG_FUNCTION_INFO_V1(js_assert_claim);
 
-/* bound on the passes one claim makes (used-up jobs, expiry rounds) */
-#define JS_CLAIM_MAX_PASSES 16
-
 /*
- * claim: take up to max_jobs ready jobs of the queue (take.c), resuming
- * after this session's mark in the queue (claim_mark.c) when it has one.
- * A pass looks again from the head of the queue when the resumed walk came
- * back short (jobs may be ready behind the mark) or when leases ran out
- * (their expiry, lease.c, may requeue jobs, also behind the mark); another
- * pass runs when jobs turned out used up and left room.
+ * claim: check the arguments, the queue and the caller's privilege on it,
+ * then take jobs by the path the queue needs: the slot-taking claim
+ * (claim_limited.c) when limits apply, else the plain one (take.c).
  */
 Datum
 js_claim(PG_FUNCTION_ARGS)
@@ -52,14 +51,8 @@ js_claim(PG_FUNCTION_ARGS)
 	int32		max_jobs;
 	JsTake		t;
 	JsQueueOptions q;
-	JsTaken    *taken;
-	int			claimed = 0;
-	int			passes = 0;
-	bool		from_head = false;
 	TimestampTz started = GetCurrentTimestamp();
 	Oid			job_relid;
-	JsClaimKey	last;
-	bool		have_last = false;
 
 	JsRefuseNull(fcinfo, 0, "queue");
 	JsRefuseNull(fcinfo, 1, "worker");
@@ -104,87 +97,14 @@ js_claim(PG_FUNCTION_ARGS)
 		JsTakeClose(&t);
 		if (expiry_due)
 			JsExpireLeases(queue);
-		JsClaimWithLimits(queue, q.id, job_relid, PG_GETARG_DATUM(1),
-						  IntervalPGetDatum(&q.lease), max_jobs,
-						  q.has_queue_limit, q.queue_limit,
-						  q.has_key_limit, q.key_limit, rsinfo);
+		JsClaimWithLimits(queue, &q, job_relid, PG_GETARG_DATUM(1),
+						  max_jobs, rsinfo);
 		SPI_finish();
 		return (Datum) 0;		/* it left its own mark */
 	}
 
-	taken = palloc(sizeof(JsTaken) * max_jobs);
-	for (;;)
-	{
-		JsTakeArgs	args;
-		JsClaimKey	mark;
-		bool		resumed;
-		bool		expiry_due;
-		int			n;
-		int			i;
-		int			used_up = 0;
-
-		args.queue = PG_GETARG_DATUM(0);
-		args.worker = PG_GETARG_DATUM(1);
-		args.lease = &q.lease;
-		args.now = GetCurrentTimestamp();
-		args.asked = q.paused ? 0 : max_jobs - claimed;
-		args.after_mark_only = false;
-
-		/*
-		 * Resume after this session's mark unless an earlier pass of this
-		 * call already looked from the head.
-		 */
-		resumed = !from_head && JsClaimMarkGet(queue, args.now, &mark);
-		if (!resumed)
-			from_head = true;
-		args.mark = resumed ? &mark : NULL;
-		n = JsTakeReady(&t, &args, taken, &expiry_due);
-
-		for (i = 0; i < n; i++)
-		{
-			Datum		out[5];
-			bool		outnulls[5] = {false, false, false, false, false};
-
-			if (!taken[i].started)
-			{
-				used_up++;
-				continue;
-			}
-			out[0] = ClaimTokenGetDatum(JsTokenMint(taken[i].job_id,
-													taken[i].generation, q.id));
-			out[1] = Int64GetDatum(taken[i].job_id);
-			out[2] = Int32GetDatum(taken[i].attempts);
-			out[3] = taken[i].input;
-			out[4] = taken[i].deadline;
-			outnulls[4] = taken[i].deadline_null;
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
-			claimed++;
-		}
-
-		/*
-		 * The next claim resumes after the last job taken, in claim order,
-		 * by the last pass that took any: a pass from the head that finds
-		 * nothing more leaves the mark of the resumed pass before it.
-		 */
-		if (n > 0)
-		{
-			last = taken[n - 1].key;
-			have_last = true;
-		}
-
-		if (expiry_due)
-			JsExpireLeases(queue);
-		if (claimed >= max_jobs || ++passes > JS_CLAIM_MAX_PASSES)
-			break;
-		if (expiry_due || (resumed && n < args.asked))
-			from_head = true;
-		else if (used_up == 0)
-			break;
-	}
-
-	JsTakeClose(&t);
-	JsClaimMarkSet(job_relid, queue, started, from_head,
-				   have_last ? &last : NULL);
+	JsClaimReady(&t, queue, PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), &q,
+				 max_jobs, started, rsinfo);
 	SPI_finish();
 	return (Datum) 0;
 }

@@ -39,6 +39,7 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "claim_mark.h"
 
 /* queue names have at most 128 characters of at most 4 bytes */
 #define JS_MARK_KEY_LEN (128 * 4 + 1)
@@ -54,7 +55,6 @@ typedef struct JsClaimMarkEntry
 static HTAB *claim_marks = NULL;
 static Oid	claim_marks_relid = InvalidOid;	/* the job table they are for */
 
-int			js_claim_rescan_interval = 1000;
 
 static JsClaimMarkEntry *
 mark_lookup(const char *queue, bool create)

@@ -38,6 +38,7 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "cron.h"
 
 PG_FUNCTION_INFO_V1(js_cron_next);
 PG_FUNCTION_INFO_V1(js_cron_prev);

@@ -2,7 +2,7 @@
  *
  * event.c
  *	  Writing job history: one job_event row per change of a job's status
- *	  or generation, for the job_state_event trigger (fsm.c).
+ *	  or generation, for the job_state_event trigger (job_trigger.c).
  *
  * Every write of a job, by our functions or by raw SQL, fires that trigger,
  * so history is written in one place.  The row goes in through the
@@ -35,39 +35,9 @@
 #include "utils/rel.h"
 
 #include "job_state.h"
-
-/* attribute numbers of job_event, looked up once per relation */
-typedef struct JsEventColumns
-{
-	Oid			relid;
-	int			queue;
-	int			job_id;
-	int			seq;
-	int			from_status;
-	int			to_status;
-	int			generation;
-	int			at;
-	int			detail;
-} JsEventColumns;
-
-static JsEventColumns js_event_cols;
-
-static const JsEventColumns *
-JsEventColumnsFor(Relation rel)
-{
-	if (js_event_cols.relid == RelationGetRelid(rel))
-		return &js_event_cols;
-	js_event_cols.queue = JsColumnNumber(rel, "queue");
-	js_event_cols.job_id = JsColumnNumber(rel, "job_id");
-	js_event_cols.seq = JsColumnNumber(rel, "seq");
-	js_event_cols.from_status = JsColumnNumber(rel, "from_status");
-	js_event_cols.to_status = JsColumnNumber(rel, "to_status");
-	js_event_cols.generation = JsColumnNumber(rel, "generation");
-	js_event_cols.at = JsColumnNumber(rel, "at");
-	js_event_cols.detail = JsColumnNumber(rel, "detail");
-	js_event_cols.relid = RelationGetRelid(rel);
-	return &js_event_cols;
-}
+#include "tables.h"
+#include "rowwrite.h"
+#include "rules.h"
 
 static void
 JsPushText(JsonbParseState **state, const char *key, Datum value)

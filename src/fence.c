@@ -37,6 +37,8 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "rowwrite.h"
+#include "token.h"
 
 static JsPlan job_plan = {
 	"SELECT status::pg_catalog.text, generation,"
@@ -170,69 +172,16 @@ JsRefuseNewerGeneration(const char *queue, const JsClaimToken *token,
 					 action)));
 }
 
-void
-JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
+/*
+ * The token's generation is still the job's: say what ended its attempt
+ * (an expired lease, an unknown outcome, a reconcile, a success, a
+ * failure, a cancel, a scheduled retry).
+ */
+pg_noreturn static void
+JsRefuseCurrentGeneration(const JsClaimToken *token, const char *action,
+						  const char *status, int32 generation, bool expired,
+						  const char *reason)
 {
-	Datum		values[2];
-	char	   *status;
-	int32		generation;
-	bool		expired;
-	char	   *reason;
-
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = Int64GetDatum(token->job_id);
-	if (JsExecute(&job_plan, values, NULL, false, 1) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-				 errmsg("job %lld does not exist", (long long) token->job_id),
-				 errdetail("Queue \"%s\" has no job %lld; it may have been purged.",
-						   queue, (long long) token->job_id)));
-
-	status = JsGetText(0, 1);
-	generation = JsGetInt32(0, 2, NULL);
-	expired = JsGetBool(0, 3);
-	reason = JsGetText(0, 4);
-
-	/*
-	 * heartbeat also needs started_at + max_lease ahead of now: an expiry
-	 * capped there would already have passed.  The lease the job holds
-	 * still runs (max_lease was lowered since the claim, or the clock
-	 * moved), but it cannot be extended.
-	 */
-	if (strcmp(action, "heartbeat") == 0 && generation == token->generation &&
-		!expired && strcmp(status, "running") == 0)
-	{
-		bool		cap_null;
-		bool		now_null;
-		TimestampTz cap = DatumGetTimestampTz(JsGetDatumCopy(0, 5, &cap_null));
-		TimestampTz now = DatumGetTimestampTz(JsGetDatumCopy(0, 6, &now_null));
-
-		if (!cap_null && !now_null && cap <= now)
-		{
-			JsCountStaleRefusal(token->queue_id);
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_STALE_CLAIM),
-					 errmsg("lease of job %lld cannot be extended: it has reached its max_lease",
-							(long long) token->job_id),
-					 errdetail("Token generation %d is current; started_at + max_lease is %s, which has passed, so any expiry heartbeat could give would be in the past.",
-							   generation, timestamptz_to_str(cap)),
-					 errhint("Finish the work now: succeed and fail with this token are still accepted, also after the lease expires.")));
-		}
-	}
-
-	/*
-	 * The job, read again, is what the call acts on: its statement met the
-	 * row and a BEFORE UPDATE trigger skipped the change.  Not a stale token.
-	 */
-	if (generation == token->generation && !expired &&
-		strcmp(status, "running") == 0)
-		JsRefuseSkippedUpdate();
-
-	JsCountStaleRefusal(token->queue_id);
-
-	if (generation != token->generation)
-		JsRefuseNewerGeneration(queue, token, action, status, generation);
-
 	if (strcmp(status, "running") == 0 && expired)
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_STALE_CLAIM),
@@ -309,4 +258,70 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 			 errmsg("job %lld is already %s", (long long) token->job_id, status),
 			 errdetail("Token generation %d is current, but %s needs a running job.",
 					   generation, action)));
+}
+
+void
+JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
+{
+	Datum		values[2];
+	char	   *status;
+	int32		generation;
+	bool		expired;
+	char	   *reason;
+
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int64GetDatum(token->job_id);
+	if (JsExecute(&job_plan, values, NULL, false, 1) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("job %lld does not exist", (long long) token->job_id),
+				 errdetail("Queue \"%s\" has no job %lld; it may have been purged.",
+						   queue, (long long) token->job_id)));
+
+	status = JsGetText(0, 1);
+	generation = JsGetInt32(0, 2, NULL);
+	expired = JsGetBool(0, 3);
+	reason = JsGetText(0, 4);
+
+	/*
+	 * heartbeat also needs started_at + max_lease ahead of now: an expiry
+	 * capped there would already have passed.  The lease the job holds
+	 * still runs (max_lease was lowered since the claim, or the clock
+	 * moved), but it cannot be extended.
+	 */
+	if (strcmp(action, "heartbeat") == 0 && generation == token->generation &&
+		!expired && strcmp(status, "running") == 0)
+	{
+		bool		cap_null;
+		bool		now_null;
+		TimestampTz cap = DatumGetTimestampTz(JsGetDatumCopy(0, 5, &cap_null));
+		TimestampTz now = DatumGetTimestampTz(JsGetDatumCopy(0, 6, &now_null));
+
+		if (!cap_null && !now_null && cap <= now)
+		{
+			JsCountStaleRefusal(token->queue_id);
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_STALE_CLAIM),
+					 errmsg("lease of job %lld cannot be extended: it has reached its max_lease",
+							(long long) token->job_id),
+					 errdetail("Token generation %d is current; started_at + max_lease is %s, which has passed, so any expiry heartbeat could give would be in the past.",
+							   generation, timestamptz_to_str(cap)),
+					 errhint("Finish the work now: succeed and fail with this token are still accepted, also after the lease expires.")));
+		}
+	}
+
+	/*
+	 * The job, read again, is what the call acts on: its statement met the
+	 * row and a BEFORE UPDATE trigger skipped the change.  Not a stale token.
+	 */
+	if (generation == token->generation && !expired &&
+		strcmp(status, "running") == 0)
+		JsRefuseSkippedUpdate();
+
+	JsCountStaleRefusal(token->queue_id);
+
+	if (generation != token->generation)
+		JsRefuseNewerGeneration(queue, token, action, status, generation);
+
+	JsRefuseCurrentGeneration(token, action, status, generation, expired, reason);
 }

@@ -1,34 +1,31 @@
 /*-------------------------------------------------------------------------
  *
  * fsm.c
- *	  The job state machine and the triggers that enforce it on every
+ *	  The job state machine: the transition table and the BEFORE ROW
+ *	  trigger (job_state_fsm, ENABLE ALWAYS) that enforces it on every
  *	  write to job_state.job, raw SQL included.
  *
- * job_state_fsm (BEFORE ROW, ENABLE ALWAYS) validates without SPI:
- *	- INSERT only as 'accepted' with zeroed counters; input_hash is computed
- *	  here from the input, so it can never disagree with it;
+ * Invariants (SPEC section 1), checked without SPI statements:
+ *	- INSERT only as 'accepted' with zeroed counters and no slot; input_hash
+ *	  is computed here from the input, so it can never disagree with it;
  *	- UPDATE only along the transition table below; queue, id, key, input
  *	  and input_hash never change; generation, attempts, throttles and spent
  *	  amounts never decrease; retries fall back to 0 only on a re-run out of
- *	  failed/unknown/cancelled; a succeeded job is final;
+ *	  failed/unknown/cancelled; a succeeded job is final (late spend aside);
  *	- entering 'running' bumps generation and attempts, stamps started_at and
- *	  refuses a start beyond max_attempts (JS005) or after the deadline
- *	  (JS006), both judged by the database clock;
+ *	  refuses a start beyond max_attempts (JS005), after the deadline (JS006)
+ *	  or over budget (JS004), all judged by the database clock; a start by
+ *	  raw SQL takes its slots as claim does (limits.c);
  *	- re-running a failed, unknown or cancelled job bumps the generation, so
  *	  every older token dies at once;
+ *	- a job's resource and concurrency key change only while it waits, and
+ *	  the slot numbers of a running job never change;
  *	- DELETE only of finished jobs (succeeded, failed, cancelled), and only
  *	  through purge().
- * A job's resource and concurrency key change only while it waits.
- * job_state_event (AFTER ROW) appends to job_state.job_event whenever the
- * status or the generation changes, frees the concurrency slots of a job
- * that left running, and has a job that names a resource or a concurrency
- * key counted by its limits (limits.c: the resource must exist, the queue
- * is marked for the slot-taking claim, a new key gets its slots).  TRUNCATE
- * is refused while live jobs exist.  job_state.restore (superuser only)
- * lets a dump be replayed.
+ * job_state.restore (superuser only) lets a dump be replayed unchecked.
  *
- * The triggers take no locks beyond those of the statement that fires them,
- * except the queue row the first job naming a resource marks.
+ * Locks: none beyond the statement's, except the slot rows and start
+ * token a raw-SQL start takes (limits.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -48,6 +45,9 @@
 #include "utils/syscache.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rules.h"
+#include "slots.h"
 
 /*
  * The hint of a job row inserted as it could not have been submitted: a
@@ -57,15 +57,10 @@
 	"Use job_state.submit() to add a job.  To replay a dump as it was, restore as a superuser with job_state.restore on in the restoring session: PGOPTIONS='-c job_state.restore=on' pg_restore ..., or SET job_state.restore = on before psql replays a plain dump."
 
 PG_FUNCTION_INFO_V1(js_job_fsm_trigger);
-PG_FUNCTION_INFO_V1(js_job_event_trigger);
-PG_FUNCTION_INFO_V1(js_job_truncate_trigger);
-PG_FUNCTION_INFO_V1(js_append_only_trigger);
 
 bool		js_purging = false;
-
-const char *const js_status_names[JS_NUM_STATUS] = {
-	"accepted", "running", "succeeded", "failed", "unknown", "cancelled"
-};
+/* set by take.c while claim starts the jobs whose slots it holds */
+bool		js_claim_starting = false;
 
 #define A JS_ACCEPTED
 #define R JS_RUNNING
@@ -108,128 +103,6 @@ JsStatusFromName(const char *name)
 			return (JsStatus) i;
 	elog(ERROR, "job_state: unknown status \"%s\"", name);
 	pg_unreachable();
-}
-
-static bool
-JsStatusFinished(JsStatus s)
-{
-	return s == JS_SUCCEEDED || s == JS_FAILED || s == JS_CANCELLED;
-}
-
-static JsJobColumns js_cols;
-
-const JsJobColumns *
-JsJobColumnsFor(Relation rel)
-{
-	TupleDesc	tupdesc = RelationGetDescr(rel);
-	Oid			status_type;
-	int			i;
-
-	if (js_cols.relid == RelationGetRelid(rel))
-		return &js_cols;
-
-	js_cols.queue = JsColumnNumber(rel, "queue");
-	js_cols.id = JsColumnNumber(rel, "id");
-	js_cols.status = JsColumnNumber(rel, "status");
-	js_cols.generation = JsColumnNumber(rel, "generation");
-	js_cols.attempts = JsColumnNumber(rel, "attempts");
-	js_cols.retries = JsColumnNumber(rel, "retries");
-	js_cols.throttles = JsColumnNumber(rel, "throttles");
-	js_cols.idempotency_key = JsColumnNumber(rel, "idempotency_key");
-	js_cols.concurrency_key = JsColumnNumber(rel, "concurrency_key");
-	js_cols.input = JsColumnNumber(rel, "input");
-	js_cols.input_hash = JsColumnNumber(rel, "input_hash");
-	js_cols.result = JsColumnNumber(rel, "result");
-	js_cols.last_error = JsColumnNumber(rel, "last_error");
-	js_cols.error_class = JsColumnNumber(rel, "error_class");
-	js_cols.reason = JsColumnNumber(rel, "reason");
-	js_cols.deadline = JsColumnNumber(rel, "deadline");
-	js_cols.max_attempts = JsColumnNumber(rel, "max_attempts");
-	js_cols.budget = JsColumnNumber(rel, "budget");
-	js_cols.slot[JS_SLOT_QUEUE] = JsColumnNumber(rel, "queue_slot");
-	js_cols.slot[JS_SLOT_RESOURCE] = JsColumnNumber(rel, "resource_slot");
-	js_cols.slot[JS_SLOT_KEY] = JsColumnNumber(rel, "key_slot");
-	js_cols.spent = JsColumnNumber(rel, "spent");
-	js_cols.cancel_requested = JsColumnNumber(rel, "cancel_requested");
-	js_cols.lease_expires_at = JsColumnNumber(rel, "lease_expires_at");
-	js_cols.worker = JsColumnNumber(rel, "worker");
-	js_cols.started_at = JsColumnNumber(rel, "started_at");
-	js_cols.finished_at = JsColumnNumber(rel, "finished_at");
-	js_cols.priority = JsColumnNumber(rel, "priority");
-	js_cols.resource = JsColumnNumber(rel, "resource");
-	js_cols.submitted_by = JsColumnNumber(rel, "submitted_by");
-	js_cols.run_after = JsColumnNumber(rel, "run_after");
-	js_cols.submitted_by_oid =
-		TupleDescAttr(tupdesc, js_cols.submitted_by - 1)->atttypid == REGROLEOID;
-
-	status_type = TupleDescAttr(tupdesc, js_cols.status - 1)->atttypid;
-	for (i = 0; i < JS_NUM_STATUS; i++)
-	{
-		js_cols.status_oids[i] =
-			GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
-							ObjectIdGetDatum(status_type),
-							CStringGetDatum(js_status_names[i]));
-		if (!OidIsValid(js_cols.status_oids[i]))
-			elog(ERROR, "job_state: status \"%s\" is missing", js_status_names[i]);
-	}
-	js_cols.relid = RelationGetRelid(rel);
-	return &js_cols;
-}
-
-static JsStatus
-JsTupleStatus(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc)
-{
-	bool		isnull;
-	Oid			label;
-	int			i;
-
-	label = DatumGetObjectId(heap_getattr(tuple, cols->status, tupdesc, &isnull));
-	for (i = 0; i < JS_NUM_STATUS; i++)
-		if (cols->status_oids[i] == label)
-			return (JsStatus) i;
-	elog(ERROR, "job_state: unexpected status label %u", label);
-	pg_unreachable();
-}
-
-static int32
-JsTupleInt32(HeapTuple tuple, TupleDesc tupdesc, int attnum, bool *isnull)
-{
-	Datum		d = heap_getattr(tuple, attnum, tupdesc, isnull);
-
-	return *isnull ? 0 : DatumGetInt32(d);
-}
-
-static int64
-JsTupleJobId(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc)
-{
-	bool		isnull;
-
-	return DatumGetInt64(heap_getattr(tuple, cols->id, tupdesc, &isnull));
-}
-
-/* same value, looking through TOAST when the raw datums differ */
-static bool
-JsSameValue(HeapTuple a, HeapTuple b, TupleDesc tupdesc, int attnum)
-{
-	Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
-	bool		null_a;
-	bool		null_b;
-	Datum		da = heap_getattr(a, attnum, tupdesc, &null_a);
-	Datum		db = heap_getattr(b, attnum, tupdesc, &null_b);
-
-	if (null_a || null_b)
-		return null_a == null_b;
-	if (datumIsEqual(da, db, att->attbyval, att->attlen))
-		return true;
-	if (att->attlen == -1)
-	{
-		struct varlena *va = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(da));
-		struct varlena *vb = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(db));
-
-		return VARSIZE_ANY_EXHDR(va) == VARSIZE_ANY_EXHDR(vb) &&
-			memcmp(VARDATA_ANY(va), VARDATA_ANY(vb), VARSIZE_ANY_EXHDR(va)) == 0;
-	}
-	return false;
 }
 
 /*
@@ -329,6 +202,29 @@ JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup
 }
 
 /*
+ * The columns a BEFORE UPDATE sets on the new version: generation,
+ * attempts and the time stamps a change of status brings, the lease and
+ * the slot numbers a job leaves running with.
+ */
+typedef struct JsStamp
+{
+	int			cols[16];
+	Datum		vals[16];
+	bool		nulls[16];
+	int			n;
+} JsStamp;
+
+static void
+JsStampSet(JsStamp *st, int attnum, Datum value, bool isnull)
+{
+	Assert(st->n < lengthof(st->cols));
+	st->cols[st->n] = attnum;
+	st->vals[st->n] = value;
+	st->nulls[st->n] = isnull;
+	st->n++;
+}
+
+/*
  * A start by raw SQL: the slots of the limits the job falls under are taken
  * as claim takes them (limits.c) and recorded in its slot columns, so that
  * every start counts against its limits.  The numbers are job_state's to
@@ -336,7 +232,7 @@ JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup
  */
 static void
 JsRawStart(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
-		   int64 job_id, int *setcols, Datum *setvals, bool *setnulls, int *nset)
+		   int64 job_id, JsStamp *st)
 {
 	int32		numbers[JS_NUM_SLOT_KINDS];
 	bool		no_resource;
@@ -360,12 +256,7 @@ JsRawStart(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
 	JsRawStartSlots(job_id, queue, resource, !no_resource, key, !no_key, numbers);
 	for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
 		if (numbers[kind] != 0)
-		{
-			setcols[*nset] = cols->slot[kind];
-			setvals[*nset] = Int32GetDatum(numbers[kind]);
-			setnulls[*nset] = false;
-			(*nset)++;
-		}
+			JsStampSet(st, cols->slot[kind], Int32GetDatum(numbers[kind]), false);
 }
 
 static void
@@ -376,88 +267,6 @@ JsRefuseDecrease(int64 job_id, const char *column, int64 oldval, int64 newval)
 			 errmsg("%s of job %lld cannot go back", column, (long long) job_id),
 			 errdetail("It is %lld; the update would make it %lld.",
 					   (long long) oldval, (long long) newval)));
-}
-
-/*
- * Every amount of a new spent object is a number of at least 0: the budget
- * checks compare numbers, and a string such as "Infinity" would slip past
- * them.
- */
-static void
-JsCheckSpentNumbers(int64 job_id, Jsonb *newspent)
-{
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-	JsonbValue	key = {0};
-
-	it = JsonbIteratorInit(&newspent->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (tok == WJB_KEY)
-		{
-			key = v;
-			continue;
-		}
-		if (tok != WJB_VALUE)
-			continue;
-		if (!JsMeterAmountValid(&v))
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
-					 errmsg("spent amount \"%.*s\" of job %lld must be a number of at least 0",
-							key.val.string.len, key.val.string.val,
-							(long long) job_id)));
-	}
-}
-
-/*
- * Every meter in the old spent object must be in the new one with an
- * amount that is not smaller, and every new amount a number.
- */
-static void
-JsCheckSpentForward(int64 job_id, Jsonb *oldspent, Jsonb *newspent)
-{
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-
-	if (!JB_ROOT_IS_OBJECT(newspent) || JB_ROOT_IS_SCALAR(newspent))
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
-				 errmsg("spent of job %lld must be a JSON object", (long long) job_id)));
-	JsCheckSpentNumbers(job_id, newspent);
-	if (!JB_ROOT_IS_OBJECT(oldspent) || JB_ROOT_IS_SCALAR(oldspent))
-		return;
-
-	it = JsonbIteratorInit(&oldspent->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		JsonbValue	key;
-		JsonbValue *newval;
-
-		CHECK_FOR_INTERRUPTS();
-		if (tok != WJB_KEY)
-			continue;
-		key = v;
-		tok = JsonbIteratorNext(&it, &v, true);
-		if (v.type != jbvNumeric)
-			continue;
-		newval = getKeyJsonValueFromContainer(&newspent->root, key.val.string.val,
-											  key.val.string.len, NULL);
-		if (newval == NULL || newval->type != jbvNumeric ||
-			DatumGetInt32(DirectFunctionCall2(numeric_cmp,
-											  NumericGetDatum(newval->val.numeric),
-											  NumericGetDatum(v.val.numeric))) < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
-					 errmsg("spent amount \"%.*s\" of job %lld cannot go back",
-							key.val.string.len, key.val.string.val,
-							(long long) job_id),
-					 errdetail("It is %s.",
-							   DatumGetCString(DirectFunctionCall1(numeric_out,
-																   NumericGetDatum(v.val.numeric))))));
-	}
 }
 
 static HeapTuple
@@ -531,33 +340,15 @@ JsCheckDelete(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 #define JS_GENERATION_HINT \
 	"Every claim, redrive and reconcile makes a new generation and this job has no more; cancel it, or submit the work again as a new job."
 
-static HeapTuple
-JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
-			  HeapTuple newtup)
+/*
+ * The columns fixed at submit, those fixed once the job may run, a
+ * succeeded job's (all but late spend), and the transition table.
+ */
+static void
+JsCheckFixedColumns(const JsJobColumns *cols, TupleDesc tupdesc,
+					HeapTuple oldtup, HeapTuple newtup, int64 job_id,
+					JsStatus from, JsStatus to)
 {
-	TupleDesc	tupdesc = RelationGetDescr(rel);
-	JsStatus	from = JsTupleStatus(cols, oldtup, tupdesc);
-	JsStatus	to = JsTupleStatus(cols, newtup, tupdesc);
-	int64		job_id = JsTupleJobId(cols, oldtup, tupdesc);
-	TimestampTz now = GetCurrentTimestamp();
-	int			setcols[16];
-	Datum		setvals[16];
-	bool		setnulls[16];
-	int			nset = 0;
-	bool		isnull;
-	int32		old_gen;
-	int32		new_gen;
-	int32		old_attempts;
-	int32		new_attempts;
-	int32		v_old;
-	int32		v_new;
-	bool		rerun;
-
-#define SET_COLUMN(attnum, value, isnull_) \
-	do { setcols[nset] = (attnum); setvals[nset] = (value); \
-		 setnulls[nset] = (isnull_); nset++; } while (0)
-
-	/* fixed columns */
 	if (!JsSameValue(oldtup, newtup, tupdesc, cols->queue))
 		JsRefuseChange(job_id, "queue");
 	if (!JsSameValue(oldtup, newtup, tupdesc, cols->id))
@@ -602,28 +393,32 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 				 errdetail("The job is %s; the update asks for %s.",
 						   js_status_names[from], js_status_names[to]),
 				 errhint("See the state diagram in the job_state README.")));
+}
 
-	JsCheckValues(cols, tupdesc, newtup, oldtup);
-	if (to == JS_RUNNING)
-		JsCheckSlotColumns(cols, tupdesc, newtup, oldtup, job_id);
+/*
+ * Forward-only counters: generation, attempts and throttles never
+ * decrease; retries fall back to 0 only on a re-run; spent amounts never
+ * go back.
+ */
+static void
+JsCheckCounters(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
+				HeapTuple newtup, int64 job_id, bool rerun)
+{
+	static const char *const names[3] = {"generation", "attempts", "throttles"};
+	int			attnums[3] = {cols->generation, cols->attempts, cols->throttles};
+	bool		isnull;
+	int32		v_old;
+	int32		v_new;
+	int			i;
 
-	/* forward-only counters */
-	old_gen = JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull);
-	new_gen = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
-	if (new_gen < old_gen)
-		JsRefuseDecrease(job_id, "generation", old_gen, new_gen);
-	old_attempts = JsTupleInt32(oldtup, tupdesc, cols->attempts, &isnull);
-	new_attempts = JsTupleInt32(newtup, tupdesc, cols->attempts, &isnull);
-	if (new_attempts < old_attempts)
-		JsRefuseDecrease(job_id, "attempts", old_attempts, new_attempts);
-	v_old = JsTupleInt32(oldtup, tupdesc, cols->throttles, &isnull);
-	v_new = JsTupleInt32(newtup, tupdesc, cols->throttles, &isnull);
-	if (v_new < v_old)
-		JsRefuseDecrease(job_id, "throttles", v_old, v_new);
+	for (i = 0; i < 3; i++)
+	{
+		v_old = JsTupleInt32(oldtup, tupdesc, attnums[i], &isnull);
+		v_new = JsTupleInt32(newtup, tupdesc, attnums[i], &isnull);
+		if (v_new < v_old)
+			JsRefuseDecrease(job_id, names[i], v_old, v_new);
+	}
 
-	/* a re-run out of failed, unknown or cancelled: reconcile or redrive */
-	rerun = to == JS_ACCEPTED &&
-		(from == JS_FAILED || from == JS_UNKNOWN || from == JS_CANCELLED);
 	v_old = JsTupleInt32(oldtup, tupdesc, cols->retries, &isnull);
 	v_new = JsTupleInt32(newtup, tupdesc, cols->retries, &isnull);
 	if (v_new < v_old && !(rerun && v_new == 0))
@@ -641,64 +436,103 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 				JsCheckSpentForward(job_id, DatumGetJsonbP(olds), DatumGetJsonbP(news));
 		}
 	}
+}
 
+/*
+ * Entering running: the start must be allowed (attempts, deadline,
+ * budget) and carry a lease; generation and attempts go up by one, the
+ * slots are taken for a raw-SQL start, started_at is stamped.
+ */
+static void
+JsStampStart(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
+			 int64 job_id, int32 old_gen, int32 old_attempts, TimestampTz now,
+			 JsStamp *st)
+{
+	int32		max_attempts;
+	Datum		deadline;
+	Datum		budget;
+	Datum		spent;
+	bool		no_max;
+	bool		no_deadline;
+	bool		no_budget;
+	bool		no_spent;
+	bool		isnull;
+
+	max_attempts = JsTupleInt32(newtup, tupdesc, cols->max_attempts, &no_max);
+	deadline = heap_getattr(newtup, cols->deadline, tupdesc, &no_deadline);
+	budget = heap_getattr(newtup, cols->budget, tupdesc, &no_budget);
+	spent = heap_getattr(newtup, cols->spent, tupdesc, &no_spent);
+	JsCheckStartAllowed(job_id, old_attempts, !no_max, max_attempts,
+						!no_deadline, no_deadline ? 0 : DatumGetTimestampTz(deadline),
+						no_budget ? NULL : DatumGetJsonbP(budget),
+						no_spent ? NULL : DatumGetJsonbP(spent));
+	(void) heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("a running job needs lease_expires_at"),
+				 errdetail("Job %lld would start without a lease.", (long long) job_id),
+				 errhint("Use job_state.claim().")));
+
+	JsStampSet(st, cols->generation,
+			   Int32GetDatum(JsCounterAdd(job_id, "generation", old_gen, 1,
+										  JS_GENERATION_HINT)),
+			   false);
+	JsStampSet(st, cols->attempts,
+			   Int32GetDatum(JsCounterAdd(job_id, "attempts", old_attempts, 1,
+										  "The job cannot start again; cancel it, or submit the work again as a new job.")),
+			   false);
+
+	/* claim holds the slots of its starts; raw SQL takes them here */
+	if (!js_claim_starting)
+		JsRawStart(cols, tupdesc, newtup, job_id, st);
+
+	JsStampSet(st, cols->started_at, TimestampTzGetDatum(now), false);
+	JsStampSet(st, cols->finished_at, (Datum) 0, true);
+	JsStampSet(st, cols->cancel_requested, BoolGetDatum(false), false);
+}
+
+static HeapTuple
+JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
+			  HeapTuple newtup)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	JsStatus	from = JsTupleStatus(cols, oldtup, tupdesc);
+	JsStatus	to = JsTupleStatus(cols, newtup, tupdesc);
+	int64		job_id = JsTupleJobId(cols, oldtup, tupdesc);
+	TimestampTz now = GetCurrentTimestamp();
+	JsStamp		st;
+	bool		isnull;
+	int32		old_gen;
+	bool		rerun;
+
+	st.n = 0;
+	JsCheckFixedColumns(cols, tupdesc, oldtup, newtup, job_id, from, to);
+	JsCheckValues(cols, tupdesc, newtup, oldtup);
+	if (to == JS_RUNNING)
+		JsCheckSlotColumns(cols, tupdesc, newtup, oldtup, job_id);
+
+	/* a re-run out of failed, unknown or cancelled: reconcile or redrive */
+	rerun = to == JS_ACCEPTED &&
+		(from == JS_FAILED || from == JS_UNKNOWN || from == JS_CANCELLED);
+	JsCheckCounters(cols, tupdesc, oldtup, newtup, job_id, rerun);
+
+	old_gen = JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull);
 	if (from != to && to == JS_RUNNING)
-	{
-		int32		max_attempts;
-		Datum		deadline;
-		Datum		budget;
-
-		bool		no_max;
-		bool		no_deadline;
-		bool		no_budget;
-		bool		no_spent;
-		Datum		spent;
-
-		max_attempts = JsTupleInt32(newtup, tupdesc, cols->max_attempts, &no_max);
-		deadline = heap_getattr(newtup, cols->deadline, tupdesc, &no_deadline);
-		budget = heap_getattr(newtup, cols->budget, tupdesc, &no_budget);
-		spent = heap_getattr(newtup, cols->spent, tupdesc, &no_spent);
-		JsCheckStartAllowed(job_id, old_attempts, !no_max, max_attempts,
-							!no_deadline, no_deadline ? 0 : DatumGetTimestampTz(deadline),
-							no_budget ? NULL : DatumGetJsonbP(budget),
-							no_spent ? NULL : DatumGetJsonbP(spent));
-		(void) heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
-		if (isnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("a running job needs lease_expires_at"),
-					 errdetail("Job %lld would start without a lease.", (long long) job_id),
-					 errhint("Use job_state.claim().")));
-
-		SET_COLUMN(cols->generation,
-				   Int32GetDatum(JsCounterAdd(job_id, "generation", old_gen, 1,
-											  JS_GENERATION_HINT)),
-				   false);
-		SET_COLUMN(cols->attempts,
-				   Int32GetDatum(JsCounterAdd(job_id, "attempts", old_attempts, 1,
-											  "The job cannot start again; cancel it, or submit the work again as a new job.")),
-				   false);
-
-		/* claim holds the slots of its starts; raw SQL takes them here */
-		if (!js_claim_starting)
-			JsRawStart(cols, tupdesc, newtup, job_id, setcols, setvals,
-					   setnulls, &nset);
-
-		SET_COLUMN(cols->started_at, TimestampTzGetDatum(now), false);
-		SET_COLUMN(cols->finished_at, (Datum) 0, true);
-		SET_COLUMN(cols->cancel_requested, BoolGetDatum(false), false);
-	}
+		JsStampStart(cols, tupdesc, newtup, job_id, old_gen,
+					 JsTupleInt32(oldtup, tupdesc, cols->attempts, &isnull),
+					 now, &st);
 	else if (from != to && rerun)
 	{
-		SET_COLUMN(cols->generation,
+		JsStampSet(&st, cols->generation,
 				   Int32GetDatum(JsCounterAdd(job_id, "generation", old_gen, 1,
 											  JS_GENERATION_HINT)),
 				   false);
-		SET_COLUMN(cols->finished_at, (Datum) 0, true);
-		SET_COLUMN(cols->cancel_requested, BoolGetDatum(false), false);
+		JsStampSet(&st, cols->finished_at, (Datum) 0, true);
+		JsStampSet(&st, cols->cancel_requested, BoolGetDatum(false), false);
 	}
 	else if (from != to && to != JS_ACCEPTED)
-		SET_COLUMN(cols->finished_at, TimestampTzGetDatum(now), false);
+		JsStampSet(&st, cols->finished_at, TimestampTzGetDatum(now), false);
 
 	/* off running: no lease, and the slots go back (job_state_event) */
 	if (to != JS_RUNNING)
@@ -707,18 +541,16 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 
 		(void) heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
 		if (!isnull)
-			SET_COLUMN(cols->lease_expires_at, (Datum) 0, true);
+			JsStampSet(&st, cols->lease_expires_at, (Datum) 0, true);
 		for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
 			if (!heap_attisnull(newtup, cols->slot[kind], tupdesc))
-				SET_COLUMN(cols->slot[kind], (Datum) 0, true);
+				JsStampSet(&st, cols->slot[kind], (Datum) 0, true);
 	}
 
-#undef SET_COLUMN
-
-	if (nset == 0)
+	if (st.n == 0)
 		return newtup;
-	return heap_modify_tuple_by_cols(newtup, tupdesc, nset, setcols,
-									 setvals, setnulls);
+	return heap_modify_tuple_by_cols(newtup, tupdesc, st.n, st.cols,
+									 st.vals, st.nulls);
 }
 
 Datum
@@ -755,213 +587,5 @@ js_job_fsm_trigger(PG_FUNCTION_ARGS)
 											 trigdata->tg_trigtuple,
 											 trigdata->tg_newtuple));
 	elog(ERROR, "job_state_fsm: unexpected event");
-	pg_unreachable();
-}
-
-/*
- * Whether newtup names a resource or a concurrency key that oldtup (NULL
- * for an insert) did not.
- */
-static bool
-JsNamesNewLimit(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
-				HeapTuple oldtup)
-{
-	int			attnums[2] = {cols->resource, cols->concurrency_key};
-	int			i;
-
-	for (i = 0; i < 2; i++)
-		if (!heap_attisnull(newtup, attnums[i], tupdesc) &&
-			(oldtup == NULL || !JsSameValue(oldtup, newtup, tupdesc, attnums[i])))
-			return true;
-	return false;
-}
-
-/*
- * Free the slots whose numbers oldtup records (slot.c).  A resource's or a
- * key's slot is found by the job's resource or key, which cannot change
- * while it runs.
- */
-static void
-JsReleaseJobSlots(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup)
-{
-	int32		numbers[JS_NUM_SLOT_KINDS];
-	char	   *scopes[JS_NUM_SLOT_KINDS] = {NULL, NULL, NULL};
-	bool		held = false;
-	bool		isnull;
-	int			kind;
-
-	for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
-	{
-		int			scope_col = kind == JS_SLOT_RESOURCE ? cols->resource :
-			kind == JS_SLOT_KEY ? cols->concurrency_key : cols->queue;
-		Datum		scope;
-
-		numbers[kind] = JsTupleInt32(oldtup, tupdesc, cols->slot[kind], &isnull);
-		if (numbers[kind] == 0)
-			continue;
-		scope = heap_getattr(oldtup, scope_col, tupdesc, &isnull);
-		if (isnull)
-			numbers[kind] = 0;	/* set by hand on a job without a resource or key */
-		else
-		{
-			scopes[kind] = TextDatumGetCString(scope);
-			held = true;
-		}
-	}
-	if (held)
-		JsReleaseSlots(JsTupleJobId(cols, oldtup, tupdesc),
-					   TextDatumGetCString(heap_getattr(oldtup, cols->queue, tupdesc, &isnull)),
-					   scopes[JS_SLOT_RESOURCE], scopes[JS_SLOT_KEY], numbers);
-}
-
-/*
- * job_state_event (AFTER ROW): one job_event row per change of status or
- * generation (event.c), and the concurrency slots of a job that left
- * running go back (slot.c).
- */
-Datum
-js_job_event_trigger(PG_FUNCTION_ARGS)
-{
-	JsSavedUser saved_user;
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TriggerEvent event;
-	const JsJobColumns *cols;
-	TupleDesc	tupdesc;
-	HeapTuple	newtup;
-	JsStatus	to;
-	JsEvent		ev;
-	bool		isnull;
-
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "job_state_event: not called by trigger manager");
-	event = trigdata->tg_event;
-	if (!TRIGGER_FIRED_AFTER(event) || !TRIGGER_FIRED_FOR_ROW(event) ||
-		TRIGGER_FIRED_BY_DELETE(event) || TRIGGER_FIRED_BY_TRUNCATE(event))
-		elog(ERROR, "job_state_event: must be fired after insert or update, for each row");
-
-	cols = JsJobColumnsFor(trigdata->tg_relation);
-	tupdesc = RelationGetDescr(trigdata->tg_relation);
-	newtup = TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
-	to = JsTupleStatus(cols, newtup, tupdesc);
-
-	/* the BEFORE trigger cleared the slot numbers when the job left running */
-	if (TRIGGER_FIRED_BY_UPDATE(event) && to != JS_RUNNING && !js_restore)
-		JsReleaseJobSlots(cols, tupdesc, trigdata->tg_trigtuple);
-
-	/* a restore brings the slots and the queue's flag with it */
-	if (!js_restore &&
-		JsNamesNewLimit(cols, tupdesc, newtup,
-						TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_trigtuple : NULL))
-	{
-		Datum		queue = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
-		bool		no_resource;
-		bool		no_key;
-		Datum		resource = heap_getattr(newtup, cols->resource, tupdesc, &no_resource);
-		Datum		key = heap_getattr(newtup, cols->concurrency_key, tupdesc, &no_key);
-
-		JsTriggerSpiConnect(trigdata->tg_relation, &saved_user);
-		JsJobNamesLimits(queue, resource, !no_resource, key, !no_key);
-		JsTriggerSpiFinish(&saved_user);
-	}
-
-	/* a restore brings the history with it */
-	if (!js_track_events || js_restore)
-		return PointerGetDatum(NULL);
-
-	ev.generation = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
-	ev.from = -1;
-	if (TRIGGER_FIRED_BY_UPDATE(event))
-	{
-		HeapTuple	oldtup = trigdata->tg_trigtuple;
-
-		ev.from = JsTupleStatus(cols, oldtup, tupdesc);
-		if (ev.from == (int) to &&
-			JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull) == ev.generation)
-			return PointerGetDatum(NULL);
-	}
-	ev.to = to;
-	ev.queue = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
-	ev.job_id = heap_getattr(newtup, cols->id, tupdesc, &isnull);
-	ev.reason = heap_getattr(newtup, cols->reason, tupdesc, &ev.reason_null);
-	ev.worker = heap_getattr(newtup, cols->worker, tupdesc, &ev.worker_null);
-	JsWriteEvent(trigdata->tg_relation, cols->status_oids, &ev);
-
-	return PointerGetDatum(NULL);
-}
-
-/*
- * TRUNCATE of job or job_event: only when no job is live.
- */
-static JsPlan live_job_plan = {
-	"SELECT id FROM job_state.job"
-	" WHERE status OPERATOR(pg_catalog.<>) ALL"
-	"  ('{succeeded,failed,cancelled}'::job_state.status[]) LIMIT 1",
-	0, {0}
-};
-
-Datum
-js_job_truncate_trigger(PG_FUNCTION_ARGS)
-{
-	JsSavedUser saved_user;
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "job_state_truncate: not called by trigger manager");
-	if (!TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
-		elog(ERROR, "job_state_truncate: must be fired by TRUNCATE");
-
-	if (js_restore)
-		return PointerGetDatum(NULL);
-
-	/*
-	 * TRUNCATE holds its ACCESS EXCLUSIVE lock by now, so every transaction
-	 * that wrote jobs has ended; the statement's snapshot is older than that
-	 * wait and would miss a job committed during it.
-	 */
-	JsTriggerSpiConnect(trigdata->tg_relation, &saved_user);
-	if (JsExecuteLatest(&live_job_plan, NULL, NULL, 1) > 0)
-	{
-		int64		job_id = JsGetInt64(0, 1, NULL);
-
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
-				 errmsg("cannot truncate %s while jobs are live",
-						RelationGetRelationName(trigdata->tg_relation)),
-				 errdetail("Job %lld is not finished.", (long long) job_id),
-				 errhint("Finished jobs are removed with job_state.purge().")));
-	}
-	JsTriggerSpiFinish(&saved_user);
-	return PointerGetDatum(NULL);
-}
-
-/*
- * job_event is append-only: no UPDATE; DELETE only inside purge(); TRUNCATE
- * only when no job is live.
- */
-Datum
-js_append_only_trigger(PG_FUNCTION_ARGS)
-{
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TriggerEvent event;
-
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "job_state_append_only: not called by trigger manager");
-	event = trigdata->tg_event;
-	if (!TRIGGER_FIRED_BEFORE(event))
-		elog(ERROR, "job_state_append_only: must be fired before the event");
-
-	if (js_restore)
-		return PointerGetDatum(TRIGGER_FIRED_FOR_ROW(event) ? trigdata->tg_trigtuple : NULL);
-
-	if (TRIGGER_FIRED_BY_TRUNCATE(event))
-		return js_job_truncate_trigger(fcinfo);
-	if (TRIGGER_FIRED_BY_DELETE(event) && js_purging)
-		return PointerGetDatum(trigdata->tg_trigtuple);
-
-	ereport(ERROR,
-			(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
-			 errmsg("%s is append-only",
-					RelationGetRelationName(trigdata->tg_relation)),
-			 errdetail("History rows are removed only with their job, by job_state.purge().")));
 	pg_unreachable();
 }

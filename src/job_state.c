@@ -1,25 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * job_state.c
- *	  Module entry point, GUCs and the argument checks shared by the
- *	  SQL-callable functions.
+ *	  The library's magic block and its GUCs: their variables, defaults,
+ *	  ranges and contexts (job_state.h says which file each one steers).
+ *
+ * Knows nothing of jobs; _PG_init (init.c) calls JsDefineGucs first.
+ * job_state.* is reserved, so a misspelt setting is reported.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "common/int.h"
-#include "common/int128.h"
-#include "fmgr.h"
-#include "funcapi.h"
-#include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/timestamp.h"
-#include "utils/tuplestore.h"
+#include <limits.h>
 
-#include "utils/rel.h"
+#include "utils/guc.h"
 
 #include "job_state.h"
 
@@ -32,8 +26,8 @@ bool		js_restore = false;
 bool		js_drop_live_jobs = false;
 int			js_sweep_interval = 1000;
 char	   *js_database = NULL;
-
-void		_PG_init(void);
+bool		js_check_statement_names = false;
+int			js_claim_rescan_interval = 1000;
 
 static const struct config_enum_entry js_notify_options[] = {
 	{"on", JS_NOTIFY_ON, false},
@@ -48,8 +42,13 @@ static const struct config_enum_entry js_notify_options[] = {
 	{NULL, 0, false}
 };
 
+/*
+ * Define every GUC of job_state; the PGC_POSTMASTER ones (and the
+ * notifier's interval) only while shared_preload_libraries is processed,
+ * where the workers that read them are registered.
+ */
 void
-_PG_init(void)
+JsDefineGucs(bool preloading)
 {
 	DefineCustomBoolVariable("job_state.track_events",
 							 "Records every job state change in job_state.job_event.",
@@ -114,10 +113,9 @@ _PG_init(void)
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
-	JsClaimMarkInit();
 
-	/* PGC_POSTMASTER settings and workers only while preloading */
-	if (process_shared_preload_libraries_in_progress)
+	/* PGC_POSTMASTER settings only while preloading */
+	if (preloading)
 	{
 		DefineCustomStringVariable("job_state.database",
 								   "Database the background worker sweeps.",
@@ -135,8 +133,6 @@ _PG_init(void)
 								PGC_SIGHUP,
 								GUC_UNIT_MS,
 								NULL, NULL, NULL);
-		JsRegisterSweeper();
-		JsRegisterNotifier();
 	}
 
 #if PG_VERSION_NUM >= 150000
@@ -144,154 +140,4 @@ _PG_init(void)
 #else
 	EmitWarningsOnPlaceholders("job_state");
 #endif
-}
-
-/*
- * Prepare fcinfo for returning rows through a tuplestore (what
- * InitMaterializedSRF does from PostgreSQL 15 on).
- */
-void
-JsInitMaterialized(FunctionCallInfo fcinfo)
-{
-#if PG_VERSION_NUM >= 150001
-	InitMaterializedSRF(fcinfo, 0);
-#elif PG_VERSION_NUM >= 150000
-	SetSingleFuncCall(fcinfo, 0);	/* its name in 15.0 */
-#else
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MemoryContext oldcontext;
-	TupleDesc	tupdesc;
-
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-		(rsinfo->allowedModes & SFRM_Materialize) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("set-valued function called in context that cannot accept a set")));
-
-	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
-	rsinfo->setDesc = CreateTupleDescCopy(tupdesc);
-	MemoryContextSwitchTo(oldcontext);
-#endif
-}
-
-/*
- * Names of queues, resources, meters and schedules: 1 to 128 characters.
- */
-void
-JsCheckName(const char *what, const char *name)
-{
-	int			len = pg_mbstrlen(name);
-
-	if (len < 1 || len > 128)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s name must have 1 to 128 characters", what),
-				 errdetail("The name given has %d characters.", len)));
-}
-
-/*
- * Idempotency keys, operation ids and concurrency keys: 1 to 255 bytes.
- */
-void
-JsCheckKey(const char *what, const char *key)
-{
-	size_t		len = strlen(key);
-
-	if (len < 1 || len > 255)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must have 1 to 255 bytes", what),
-				 errdetail("The value given has %zu bytes.", len)));
-}
-
-void
-JsRefuseNull(FunctionCallInfo fcinfo, int argno, const char *argname)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", argname)));
-}
-
-/* an interval's length in microseconds, months as 30 days, as interval comparison counts them */
-static INT128
-JsIntervalTotal(const Interval *span)
-{
-	INT128		total = int64_to_int128(span->time);
-
-	int128_add_int64_mul_int64(&total, span->month, 30 * USECS_PER_DAY);
-	int128_add_int64_mul_int64(&total, span->day, USECS_PER_DAY);
-	return total;
-}
-
-bool
-JsIntervalPositive(const Interval *span)
-{
-	return int128_compare(JsIntervalTotal(span), int64_to_int128(0)) > 0;
-}
-
-bool
-JsIntervalNegative(const Interval *span)
-{
-	return int128_compare(JsIntervalTotal(span), int64_to_int128(0)) < 0;
-}
-
-/*
- * Every span we add to a timestamp (leases, retry waits, purge ages) is at
- * most JS_MAX_SPAN_DAYS long, so that now + span is always a valid
- * timestamp and its microseconds fit an int64 with room to spare.  An
- * infinite interval (PostgreSQL 17) is longer than that too.
- */
-void
-JsCheckSpanBound(const char *what, const Interval *span)
-{
-	if (int128_compare(JsIntervalTotal(span),
-					   int64_to_int128(JS_MAX_SPAN_DAYS * USECS_PER_DAY)) > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be at most %s", what, JS_MAX_SPAN_TEXT),
-				 errdetail("The value given is %s.",
-						   DatumGetCString(DirectFunctionCall1(interval_out,
-															   IntervalPGetDatum(span)))),
-				 errhint("Months count as 30 days and years as 360, as interval comparison counts them.")));
-}
-
-/*
- * value + add for an int4 counter of a job (generation, attempts, retries,
- * throttles, max_attempts), refused with 22003 where it would pass the
- * largest int4: the counters only move forward, so one that wrapped would
- * be refused as going back (or, for generation, would make every token of
- * the job look stale), after undefined behaviour in C.  Only raw SQL can
- * bring a counter that far.
- */
-int32
-JsCounterAdd(int64 job_id, const char *column, int32 value, int32 add,
-			 const char *hint)
-{
-	int32		result;
-
-	if (pg_add_s32_overflow(value, add, &result))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("%s of job %lld is out of range", column, (long long) job_id),
-				 errdetail("It is %d; adding %d would pass the largest int4 (2147483647).",
-						   value, add),
-				 errhint("%s", hint)));
-	return result;
-}
-
-/* attribute number of a column of one of our tables; it must be there */
-int
-JsColumnNumber(Relation rel, const char *name)
-{
-	int			attnum = SPI_fnumber(RelationGetDescr(rel), name);
-
-	if (attnum <= 0)
-		elog(ERROR, "job_state: column %s.%s is missing",
-			 RelationGetRelationName(rel), name);
-	return attnum;
 }

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * lease.c
- *	  Lease expiry, shared by claim (lazily, per queue), sweep() and the
- *	  background worker.
+ *	  Lease expiry, shared by claim (lazily, per queue) and sweep()
+ *	  (sweeper.c, also run by the background worker).
  *
  * A running job whose lease_expires_at has passed by the database clock
  * becomes unknown (reason lease_expired): the work may still be going on.
@@ -23,8 +23,53 @@
 #include "utils/builtins.h"
 
 #include "job_state.h"
+#include "rules.h"
 
-PG_FUNCTION_INFO_V1(js_sweep);
+
+/*
+ * Lease expiry as CTEs: "expiring" (the running jobs whose lease ran out,
+ * locked SKIP LOCKED) and "expired" (the update, one row per job moved).
+ * queue_cond restricts the jobs ("j.queue OPERATOR(pg_catalog.=) $1 AND" or ""); now_param is
+ * the parameter holding the database clock (GetCurrentTimestamp()): a
+ * parameter, unlike clock_timestamp(), can bound the index scan on
+ * lease_expires_at.  The UPDATE finds the jobs by id (an index lookup,
+ * whatever the plan's estimates) and re-checks status, generation and
+ * expiry in its own WHERE clause (the row lock taken by "expiring" in the
+ * same statement already pins them), so a job completed or claimed again
+ * meanwhile is left alone.
+ */
+#define JS_SQL_EXPIRY_BATCH 1000
+#define JS_SQL_RETRY_ON_EXPIRY \
+	" NOT j.cancel_requested AND q.on_lease_expiry OPERATOR(pg_catalog.=) 'retry'" \
+	" AND j.retries OPERATOR(pg_catalog.<) q.max_retries"
+#define JS_SQL_EXPIRY_CTES(queue_cond, now_param) \
+	"expiring AS (" \
+	"  SELECT j.queue, j.id, j.generation FROM job_state.job j" \
+	"  WHERE " queue_cond " j.status OPERATOR(pg_catalog.=) 'running'" \
+	"   AND j.lease_expires_at OPERATOR(pg_catalog.<=) " now_param \
+	"  ORDER BY j.lease_expires_at LIMIT " CppAsString2(JS_SQL_EXPIRY_BATCH) \
+	"  FOR NO KEY UPDATE OF j SKIP LOCKED)," \
+	" expired AS (" \
+	"  UPDATE job_state.job j SET" \
+	"   status = CASE WHEN j.cancel_requested THEN 'cancelled'" \
+	"    WHEN " JS_SQL_RETRY_ON_EXPIRY " THEN 'accepted'" \
+	"    ELSE 'unknown' END::job_state.status," \
+	"   reason = CASE WHEN j.cancel_requested THEN j.reason" \
+	"    ELSE 'lease_expired' END," \
+	"   run_after = CASE WHEN " JS_SQL_RETRY_ON_EXPIRY \
+	"    THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)" \
+	"     job_state.retry_delay(q.retry_interval, q.backoff_rate, q.max_delay," \
+	"      q.jitter, j.retries OPERATOR(pg_catalog.+) 1)" \
+	"    ELSE j.run_after END," \
+	"   retries = CASE WHEN " JS_SQL_RETRY_ON_EXPIRY \
+	"    THEN j.retries OPERATOR(pg_catalog.+) 1 ELSE j.retries END" \
+	"  FROM job_state.queue q" \
+	"  WHERE " queue_cond " j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT x.id FROM expiring x))" \
+	"   AND j.generation OPERATOR(pg_catalog.=) (SELECT x.generation FROM expiring x WHERE x.id OPERATOR(pg_catalog.=) j.id)" \
+	"   AND j.status OPERATOR(pg_catalog.=) 'running'" \
+	"   AND j.lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()" \
+	"   AND q.name OPERATOR(pg_catalog.=) j.queue" \
+	"  RETURNING j.id)"
 
 static JsPlan expire_queue_plan = {
 	"WITH " JS_SQL_EXPIRY_CTES("j.queue OPERATOR(pg_catalog.=) $1 AND", "$2")
@@ -67,16 +112,4 @@ JsExpireLeases(const char *queue)
 	} while (n == JS_SQL_EXPIRY_BATCH);
 
 	return total;
-}
-
-Datum
-js_sweep(PG_FUNCTION_ARGS)
-{
-	int			n;
-
-	SPI_connect();
-	n = JsExpireLeases(NULL);
-	(void) JsRunSchedules();	/* ticks submitted are not counted in n */
-	SPI_finish();
-	PG_RETURN_INT32(n);
 }

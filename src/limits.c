@@ -19,27 +19,20 @@
  * (queue_slot, resource_slot, key_slot).  They are freed by the job trigger
  * when it leaves running (succeed, fail, retry, cancel, lease expiry, raw
  * SQL alike): the BEFORE trigger clears the numbers and the AFTER trigger
- * (fsm.c) frees those rows by primary key (slot.c).
+ * (job_trigger.c) frees those rows by primary key (slot.c).
  *
  * max_starts_per_second is a token bucket split into shards (bucket.c):
- * a start takes a token from any shard that has one, SKIP LOCKED.  When
- * every shard was empty, the resource's other jobs are passed for the rest
- * of the call without being locked; when a shard was only held by another
- * claimer, the resource's next job tries again.  Claim returns fewer jobs,
- * never waits.
+ * a start takes a token from any shard that has one, SKIP LOCKED.
  *
- * The candidates are read by a walk of the ready index (JsReadCandidates,
- * take.c), the slots are locked, held and freed without a statement
- * (slot.c), and the job itself is locked, judged (attempts, deadline,
- * budget) and moved to running by the same code as an unlimited claim
- * (JsTakeJob, take.c).  A resource's start token is taken the same way
- * (JsTakeStartToken, bucket.c).
+ * This file keeps the slot rows in step with the limits (a limit raised
+ * or lowered, a new key, a resource named by a job, running jobs adopted
+ * by a new limit) and takes the slots of a start by raw SQL
+ * (JsRawStartSlots, for the job trigger).  Claim's own walk is
+ * claim_limited.c's.
  *
- * Locks, in order, per job: a queue slot, a resource slot, a key slot, the
- * job row, a shard of the resource's bucket; all SKIP LOCKED.  A slot taken for a
- * job that could not start is kept for the next one, so a claim holds at
- * most one unused slot per scope, and it locks only the jobs it starts
- * (and the used-up ones it fails).
+ * Locks: the slot rows it creates, adopts or takes, in the order queue,
+ * resource, key (job_state.h); the adopting statements sort the jobs they
+ * lock; the queue row the first job naming a resource marks.
  *
  *-------------------------------------------------------------------------
  */
@@ -54,6 +47,8 @@
 #include "utils/tuplestore.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "slots.h"
 
 /* ensure rows 1..n of a slot scope exist */
 static JsPlan ensure_plan = {
@@ -159,8 +154,8 @@ static JsPlan per_key_limit_plan = {
 
 /*
  * A job of queue was written naming a resource or a concurrency key it did
- * not name before (the job's AFTER trigger, fsm.c: submit and raw SQL
- * alike).  The resource must exist, claim must take the slot path in the
+ * not name before (the job's AFTER trigger, job_trigger.c: submit and raw
+ * SQL alike).  The resource must exist, claim must take the slot path in the
  * queue, and a key of a queue with a per-key limit needs its slots; a job
  * that named a resource without being counted, or a key without slots,
  * would start past the limit or never.
@@ -344,306 +339,4 @@ JsRawStartSlots(int64 job_id, Datum queue, Datum resource, bool has_resource,
 		if (slots[kind].n != 0)
 			JsSlotHold(&slots[kind], job_id, qname);
 	}
-}
-
-/*
- * The slow claim path, for queues with a limit or jobs naming a resource.
- */
-
-static bool
-JsSlotFor(JsSlot *slot, const char *kind, const char *scope, const char *key,
-		  int32 limit)
-{
-	if (slot->n != 0 && strcmp(slot->scope, scope) == 0 &&
-		strcmp(slot->key, key ? key : "") == 0)
-		return true;			/* the spare fits */
-	/* a spare of another scope stays locked, but unused: drop it */
-	return JsSlotLockFree(slot, kind, scope, key, limit);
-}
-
-/*
- * The resource's part: a slot if it limits concurrency (*slotted), and its
- * start rate (*rate, 0 for none: else a token must be taken at the start).
- * A resource without a concurrency limit needs no slot, and the job must
- * not hold the spare another resource's job left in *slot.
- */
-static bool
-JsResourceSlot(const char *resource, JsSlot *slot, bool *slotted, double *rate)
-{
-	int32		limit;
-
-	if (!JsReadResourceLimits(resource, &limit, rate))
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-				 errmsg("resource \"%s\" does not exist", resource)));
-	*slotted = limit != 0;
-	return !*slotted || JsSlotFor(slot, "resource", resource, NULL, limit);
-}
-
-/* a start token (bucket.c) of a resource, as JsTakeJob's may_start */
-typedef struct JsRated
-{
-	const char *resource;
-	double		rate;
-	bool		busy;			/* no token: another claimer held one */
-} JsRated;
-
-static bool
-JsTakeTokenFor(void *arg)
-{
-	JsRated    *r = (JsRated *) arg;
-
-	return JsTakeStartToken(r->resource, r->rate, &r->busy);
-}
-
-/*
- * One slot-taking claim call: its limits, the slots it has locked, what it
- * took, and the mark (claim_mark.c) it will leave: the last job of the
- * unbroken run of candidates, from the start of the scan, that it took or
- * found gone (taken by another claimer, used up).  A job passed over for a
- * full slot or an empty bucket stops that run, so it stays ahead of the
- * mark and the next claim looks at it again.
- */
-typedef struct JsLimitedClaim
-{
-	const char *queue;
-	int32		queue_id;
-	JsTake	   *take;			/* the job table, for JsTakeJob */
-	JsTakeArgs	args;
-	Datum		worker;
-	Datum		lease;
-	int32		max_jobs;
-	bool		has_queue_limit;
-	int32		queue_limit;
-	bool		has_key_limit;
-	int32		key_limit;
-	ReturnSetInfo *rsinfo;
-	JsSlot		queue_slot;
-	JsSlot		resource_slot;
-	JsSlot		key_slot;
-	int			claimed;
-	bool		queue_full;
-	List	   *dry;			/* resources whose shards were all empty */
-	bool		unbroken;		/* no job passed over yet in this scan */
-	bool		marked;
-	JsClaimKey	mark;
-} JsLimitedClaim;
-
-/* resource found with every start-rate shard empty earlier in this call? */
-static bool
-JsResourceDry(const JsLimitedClaim *lc, const char *resource)
-{
-	ListCell   *lcell;
-
-	foreach(lcell, lc->dry)
-	{
-		if (strcmp((const char *) lfirst(lcell), resource) == 0)
-			return true;
-	}
-	return false;
-}
-
-static void
-JsLimitedMark(JsLimitedClaim *lc, const JsCandidate *c)
-{
-	if (!lc->unbroken)
-		return;
-	lc->marked = true;
-	lc->mark = c->key;
-}
-
-/*
- * For each candidate in claim order: a free slot of every limit that
- * applies (queue, resource, key), then the job itself, then a start token;
- * all SKIP LOCKED.  Jobs other claimers hold are skipped, and so are jobs
- * whose resource or key has no free slot.
- */
-static void
-JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
-{
-	int			i;
-
-	for (i = 0; i < ncand && lc->claimed < lc->max_jobs; i++)
-	{
-		const JsCandidate *c = &cands[i];
-		int64		job_id = c->key.id;
-		char	   *resource = c->resource;
-		char	   *key = c->concurrency_key;
-		JsRated		rated = {resource, 0, false};
-		bool		resource_slotted = false;
-		bool		key_slotted = lc->has_key_limit && key != NULL;
-		int32		slots[JS_NUM_SLOT_KINDS] = {0, 0, 0};
-		JsTaken		taken;
-		Datum		out[5];
-		bool		outnulls[5] = {false, false, false, false, false};
-
-		/* a resource whose start-rate shards were all empty this call */
-		if (resource != NULL && JsResourceDry(lc, resource))
-		{
-			lc->unbroken = false;
-			continue;
-		}
-
-		/* slots first: one that stays unused is the next job's spare */
-		if (lc->has_queue_limit &&
-			!JsSlotFor(&lc->queue_slot, "queue", lc->queue, NULL, lc->queue_limit))
-		{
-			lc->queue_full = true;
-			break;
-		}
-		if ((resource != NULL &&
-			 !JsResourceSlot(resource, &lc->resource_slot, &resource_slotted,
-							 &rated.rate)) ||
-			(key_slotted &&
-			 !JsSlotFor(&lc->key_slot, "key", lc->queue, key, lc->key_limit)))
-		{
-			lc->unbroken = false;
-			continue;
-		}
-
-		/* then the job, unless another claimer has it; a token last */
-		if (lc->has_queue_limit)
-			slots[JS_SLOT_QUEUE] = lc->queue_slot.n;
-		if (resource_slotted)
-			slots[JS_SLOT_RESOURCE] = lc->resource_slot.n;
-		if (key_slotted)
-			slots[JS_SLOT_KEY] = lc->key_slot.n;
-		switch (JsTakeJob(lc->take, &lc->args, c, slots,
-						  rated.rate > 0 ? JsTakeTokenFor : NULL, &rated, &taken))
-		{
-			case JS_TAKE_SKIPPED:
-				JsLimitedMark(lc, c);
-				continue;
-			case JS_TAKE_THROTTLED:
-				/* every shard empty: the resource's other jobs wait too */
-				if (!rated.busy)
-					lc->dry = lappend(lc->dry, resource);
-				lc->unbroken = false;
-				continue;
-			case JS_TAKE_TAKEN:
-				break;
-		}
-		if (!taken.started)
-		{
-			/* failed as used up: the slots stay for the next job */
-			JsLimitedMark(lc, c);
-			continue;
-		}
-
-		out[1] = Int64GetDatum(job_id);
-		out[2] = Int32GetDatum(taken.attempts);
-		out[3] = taken.input;
-		out[4] = taken.deadline;
-		outnulls[4] = taken.deadline_null;
-
-		if (lc->has_queue_limit)
-			JsSlotHold(&lc->queue_slot, job_id, lc->queue);
-		if (resource_slotted)
-			JsSlotHold(&lc->resource_slot, job_id, lc->queue);
-		if (key_slotted)
-			JsSlotHold(&lc->key_slot, job_id, lc->queue);
-
-		/* minting may run SPI (first use of the secret): after the reads */
-		out[0] = ClaimTokenGetDatum(JsTokenMint(job_id, taken.generation, lc->queue_id));
-		tuplestore_putvalues(lc->rsinfo->setResult, lc->rsinfo->setDesc, out, outnulls);
-		lc->claimed++;
-		JsLimitedMark(lc, c);
-	}
-}
-
-/*
- * One walk of the ready jobs, from the head (mark NULL) or resuming after
- * the mark, read a page at a time: the first page has room for the jobs
- * asked and a few passed over, each further one (after the last job read)
- * twice as many, up to JS_MAX_CANDIDATES in all, so that jobs passed over
- * for full slots never hide the ones behind them.  True when the walk ran
- * out of ready jobs.
- */
-#define JS_MAX_CANDIDATES 10000
-
-static bool
-JsLimitedWalk(JsLimitedClaim *lc, const JsClaimKey *mark)
-{
-	JsClaimKey	page_mark;
-	JsCandidate *cands;
-	int			page = Min(lc->max_jobs + 4, JS_MAX_CANDIDATES);
-	int			read = 0;
-	int			ncand;
-
-	lc->unbroken = true;
-	lc->args.mark = mark;
-	lc->args.after_mark_only = false;
-	cands = palloc(sizeof(JsCandidate) * page);
-	for (;;)
-	{
-		lc->args.asked = page;
-		ncand = JsReadCandidates(lc->take, &lc->args, cands);
-		JsTakeCandidates(lc, cands, ncand);
-		read += ncand;
-		if (ncand < page)
-		{
-			pfree(cands);
-			return true;
-		}
-		if (lc->claimed >= lc->max_jobs || lc->queue_full ||
-			read >= JS_MAX_CANDIDATES)
-			break;
-		page_mark = cands[ncand - 1].key;
-		lc->args.mark = &page_mark;
-		lc->args.after_mark_only = true;
-		page = Min(page * 2, Min(JS_MAX_CANDIDATES - read, JS_MAX_CANDIDATES / 2));
-		cands = repalloc(cands, sizeof(JsCandidate) * page);
-	}
-	pfree(cands);
-	return false;
-}
-
-/*
- * The slot-taking claim, for queues with a limit or jobs naming a
- * resource.  Like the plain claim it resumes after this session's mark in
- * the queue, and looks from the head when the resumed walk runs out
- * before the claim is full.
- */
-int
-JsClaimWithLimits(const char *queue, int32 queue_id, Oid job_relid,
-				  Datum worker, Datum lease,
-				  int32 max_jobs, bool has_queue_limit, int32 queue_limit,
-				  bool has_key_limit, int32 key_limit, ReturnSetInfo *rsinfo)
-{
-	JsLimitedClaim lc = {0};
-	JsTake		take;
-	TimestampTz now = GetCurrentTimestamp();
-	JsClaimKey	mark;
-	bool		from_head = true;
-
-	lc.queue = queue;
-	lc.queue_id = queue_id;
-	lc.worker = worker;
-	lc.lease = lease;
-	lc.max_jobs = max_jobs;
-	lc.has_queue_limit = has_queue_limit;
-	lc.queue_limit = queue_limit;
-	lc.has_key_limit = has_key_limit;
-	lc.key_limit = key_limit;
-	lc.rsinfo = rsinfo;
-	JsTakeOpen(&take);
-	lc.take = &take;
-	lc.args.queue = CStringGetTextDatum(queue);
-	lc.args.worker = worker;
-	lc.args.lease = DatumGetIntervalP(lease);
-	lc.args.now = now;
-
-	/* from the head when the resumed walk ran out before the claim was full */
-	if (JsClaimMarkGet(queue, now, &mark))
-		from_head = JsLimitedWalk(&lc, &mark) &&
-			lc.claimed < max_jobs && !lc.queue_full;
-	if (from_head)
-	{
-		lc.marked = false;
-		(void) JsLimitedWalk(&lc, NULL);
-	}
-	JsTakeClose(&take);
-	JsClaimMarkSet(job_relid, queue, now, from_head,
-				   lc.marked ? &lc.mark : NULL);
-	return lc.claimed;
 }

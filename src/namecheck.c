@@ -49,7 +49,6 @@
 
 #include "job_state.h"
 
-bool		js_check_statement_names = false;
 
 typedef struct JsNameCheck
 {

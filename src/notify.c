@@ -54,6 +54,7 @@
 #include "utils/memutils.h"
 
 #include "job_state.h"
+#include "bgworker.h"
 
 #define JS_NOTIFIER_NAME "job_state notifier"
 #define JS_NOTIFIER_RESTART_SECS 5

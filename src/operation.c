@@ -28,6 +28,7 @@
 #include "utils/tuplestore.h"
 
 #include "job_state.h"
+#include "token.h"
 
 PG_FUNCTION_INFO_V1(js_begin_operation);
 PG_FUNCTION_INFO_V1(js_finish_operation);

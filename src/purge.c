@@ -21,6 +21,8 @@
 #include "utils/lsyscache.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "acl.h"
 
 PG_FUNCTION_INFO_V1(js_purge);
 
@@ -93,10 +95,7 @@ js_purge(PG_FUNCTION_ARGS)
 
 	JsRefuseNull(fcinfo, 0, "older_than");
 	older_than = PG_GETARG_INTERVAL_P(0);
-	if (JsIntervalNegative(older_than))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("older_than must not be negative")));
+	JsCheckNotNegative("older_than", older_than);
 	JsCheckSpanBound("older_than", older_than);
 
 	SPI_connect();

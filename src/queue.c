@@ -2,11 +2,12 @@
  *
  * queue.c
  *	  Queue administration: create_queue, alter_queue, pause_queue and
- *	  resume_queue; and reading a queue's options without a statement, for
- *	  claim, submit and fail (JsReadQueue).
+ *	  resume_queue (a queue's options are read by tables.c).
  *
  * Options are checked here, with 22023 and a message that names the
  * option; the table's CHECK constraints repeat the rules for raw SQL.
+ * Locks: the queue row, by the statements' own row locks; the job
+ * table's triggers on the queue (queue_trigger.c) take theirs.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,143 +25,12 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "acl.h"
 
 PG_FUNCTION_INFO_V1(js_create_queue);
 PG_FUNCTION_INFO_V1(js_alter_queue);
 PG_FUNCTION_INFO_V1(js_pause_queue);
 PG_FUNCTION_INFO_V1(js_resume_queue);
-
-/* attribute numbers of job_state.queue, looked up once per relation */
-typedef struct JsQueueColumns
-{
-	Oid			relid;
-	int			id;
-	int			lease;
-	int			max_lease;
-	int			max_attempts;
-	int			paused;
-	int			concurrency_limit;
-	int			per_key_limit;
-	int			uses_resources;
-	int			retry_interval;
-	int			backoff_rate;
-	int			max_retries;
-	int			max_delay;
-	int			jitter;
-	int			acl;
-} JsQueueColumns;
-
-static JsQueueColumns js_queue_cols;
-
-static const JsQueueColumns *
-JsQueueColumnsFor(Relation rel)
-{
-	if (js_queue_cols.relid == RelationGetRelid(rel))
-		return &js_queue_cols;
-	js_queue_cols.id = JsColumnNumber(rel, "id");
-	js_queue_cols.lease = JsColumnNumber(rel, "lease");
-	js_queue_cols.max_lease = JsColumnNumber(rel, "max_lease");
-	js_queue_cols.max_attempts = JsColumnNumber(rel, "max_attempts");
-	js_queue_cols.paused = JsColumnNumber(rel, "paused");
-	js_queue_cols.concurrency_limit = JsColumnNumber(rel, "concurrency_limit");
-	js_queue_cols.per_key_limit = JsColumnNumber(rel, "per_key_limit");
-	js_queue_cols.uses_resources = JsColumnNumber(rel, "uses_resources");
-	js_queue_cols.retry_interval = JsColumnNumber(rel, "retry_interval");
-	js_queue_cols.backoff_rate = JsColumnNumber(rel, "backoff_rate");
-	js_queue_cols.max_retries = JsColumnNumber(rel, "max_retries");
-	js_queue_cols.max_delay = JsColumnNumber(rel, "max_delay");
-	js_queue_cols.jitter = JsColumnNumber(rel, "jitter");
-	/* 0.2.0 added it; under 0.1.0's table every queue is open */
-	js_queue_cols.acl = Max(SPI_fnumber(RelationGetDescr(rel), "acl"), 0);
-	js_queue_cols.relid = RelationGetRelid(rel);
-	return &js_queue_cols;
-}
-
-/*
- * The row of queue (text) by the queue table's primary key, under the
- * active snapshot: false when there is none.  The lease a claim gives is
- * LEAST(COALESCE(asked, lease), max_lease).
- */
-bool
-JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
-			JsQueueOptions *q)
-{
-	ScanKeyData key;
-	IndexScanDesc scan;
-	TupleTableSlot *slot = table_slot_create(queuerel, NULL);
-	bool		found;
-
-	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   pkey->rd_indcollation[0], F_TEXTEQ, queue);
-	scan = JsIndexBeginScan(queuerel, pkey, GetActiveSnapshot(), 1);
-	index_rescan(scan, &key, 1, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	if (found)
-	{
-		const JsQueueColumns *qc = JsQueueColumnsFor(queuerel);
-		bool		isnull;
-		Interval   *lease;
-		Interval   *max_lease;
-		bool		uses_resources;
-		text	   *jitter;
-		Datum		acl;
-
-		q->id = DatumGetInt32(slot_getattr(slot, qc->id, &isnull));
-		lease = DatumGetIntervalP(slot_getattr(slot, qc->lease, &isnull));
-		max_lease = DatumGetIntervalP(slot_getattr(slot, qc->max_lease, &isnull));
-		if (asked != NULL)
-			lease = asked;
-		q->lease = *DatumGetIntervalP(DirectFunctionCall2(interval_smaller,
-														  IntervalPGetDatum(lease),
-														  IntervalPGetDatum(max_lease)));
-		q->max_attempts = DatumGetInt32(slot_getattr(slot, qc->max_attempts, &isnull));
-		q->has_max_attempts = !isnull;
-		q->paused = DatumGetBool(slot_getattr(slot, qc->paused, &isnull));
-		q->queue_limit = DatumGetInt32(slot_getattr(slot, qc->concurrency_limit, &isnull));
-		q->has_queue_limit = !isnull;
-		q->key_limit = DatumGetInt32(slot_getattr(slot, qc->per_key_limit, &isnull));
-		q->has_key_limit = !isnull;
-		uses_resources = DatumGetBool(slot_getattr(slot, qc->uses_resources, &isnull));
-		q->limited = q->has_queue_limit || q->has_key_limit || uses_resources;
-		/* NOT NULL columns */
-		q->retry_interval = *DatumGetIntervalP(slot_getattr(slot, qc->retry_interval, &isnull));
-		q->backoff_rate = DatumGetFloat8(slot_getattr(slot, qc->backoff_rate, &isnull));
-		q->max_retries = DatumGetInt32(slot_getattr(slot, qc->max_retries, &isnull));
-		q->max_delay = *DatumGetIntervalP(slot_getattr(slot, qc->max_delay, &isnull));
-		jitter = DatumGetTextPP(slot_getattr(slot, qc->jitter, &isnull));
-		q->full_jitter = VARSIZE_ANY_EXHDR(jitter) == 4 &&
-			memcmp(VARDATA_ANY(jitter), "full", 4) == 0;
-		q->acl = NULL;
-		if (qc->acl > 0)
-		{
-			acl = slot_getattr(slot, qc->acl, &isnull);
-			if (!isnull)
-				q->acl = DatumGetAclPCopy(acl);
-		}
-	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	return found;
-}
-
-/*
- * JsReadQueue under the latest snapshot, opening the relations itself: for
- * privilege checks (acl.c) and a raw-SQL start's limits (limits.c).
- */
-bool
-JsReadQueueLatest(Datum queue, JsQueueOptions *q)
-{
-	Relation	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
-	Relation	pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
-	bool		found;
-
-	PushActiveSnapshot(GetLatestSnapshot());
-	found = JsReadQueue(queuerel, pkey, queue, NULL, q);
-	PopActiveSnapshot();
-	index_close(pkey, AccessShareLock);
-	table_close(queuerel, AccessShareLock);
-	return found;
-}
 
 #define JS_QUEUE_NARGS 12
 
@@ -192,15 +62,18 @@ static const int js_queue_span_args[] = {
 	ARG_LEASE, ARG_MAX_LEASE, ARG_RETRY_INTERVAL, ARG_MAX_DELAY
 };
 
+/* the types of the arguments, in the order of js_queue_args */
+#define JS_QUEUE_ARGTYPES \
+	{TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, FLOAT8OID, INT4OID, \
+	INTERVALOID, TEXTOID, INT4OID, TEXTOID, INT4OID, INT4OID}
+
 static JsPlan create_plan = {
 	"INSERT INTO job_state.queue (name, lease, max_lease, retry_interval,"
 	"  backoff_rate, max_retries, max_delay, jitter, max_attempts,"
 	"  on_lease_expiry, concurrency_limit, per_key_limit)"
 	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
 	" ON CONFLICT (name) DO NOTHING RETURNING id",
-	JS_QUEUE_NARGS,
-	{TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, FLOAT8OID, INT4OID,
-	INTERVALOID, TEXTOID, INT4OID, TEXTOID, INT4OID, INT4OID}
+	JS_QUEUE_NARGS, JS_QUEUE_ARGTYPES
 };
 
 static JsPlan alter_plan = {
@@ -217,9 +90,7 @@ static JsPlan alter_plan = {
 	"  concurrency_limit = COALESCE($11, concurrency_limit),"
 	"  per_key_limit = COALESCE($12, per_key_limit)"
 	" WHERE name OPERATOR(pg_catalog.=) $1",
-	JS_QUEUE_NARGS,
-	{TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, FLOAT8OID, INT4OID,
-	INTERVALOID, TEXTOID, INT4OID, TEXTOID, INT4OID, INT4OID}
+	JS_QUEUE_NARGS, JS_QUEUE_ARGTYPES
 };
 
 static JsPlan pause_plan = {
@@ -272,8 +143,8 @@ JsCheckQueueOptions(FunctionCallInfo fcinfo, bool creating)
 		JsBadOption("lease", "must be positive");
 	if (!PG_ARGISNULL(ARG_MAX_LEASE) && !JsIntervalPositive(PG_GETARG_INTERVAL_P(ARG_MAX_LEASE)))
 		JsBadOption("max_lease", "must be positive");
-	if (!PG_ARGISNULL(ARG_RETRY_INTERVAL) && JsIntervalNegative(PG_GETARG_INTERVAL_P(ARG_RETRY_INTERVAL)))
-		JsBadOption("retry_interval", "must not be negative");
+	if (!PG_ARGISNULL(ARG_RETRY_INTERVAL))
+		JsCheckNotNegative("queue option retry_interval", PG_GETARG_INTERVAL_P(ARG_RETRY_INTERVAL));
 	for (i = 0; i < lengthof(js_queue_span_args); i++)
 		if (!PG_ARGISNULL(js_queue_span_args[i]))
 			JsCheckSpanBound(psprintf("queue option %s",
@@ -288,8 +159,8 @@ JsCheckQueueOptions(FunctionCallInfo fcinfo, bool creating)
 	}
 	if (!PG_ARGISNULL(ARG_MAX_RETRIES) && PG_GETARG_INT32(ARG_MAX_RETRIES) < 0)
 		JsBadOption("max_retries", "must not be negative");
-	if (!PG_ARGISNULL(ARG_MAX_DELAY) && JsIntervalNegative(PG_GETARG_INTERVAL_P(ARG_MAX_DELAY)))
-		JsBadOption("max_delay", "must not be negative");
+	if (!PG_ARGISNULL(ARG_MAX_DELAY))
+		JsCheckNotNegative("queue option max_delay", PG_GETARG_INTERVAL_P(ARG_MAX_DELAY));
 	if (!PG_ARGISNULL(ARG_JITTER))
 	{
 		char	   *jitter = text_to_cstring(PG_GETARG_TEXT_PP(ARG_JITTER));

@@ -31,7 +31,7 @@
  * numbers up to the limit).
  *
  * Once a job of the queue named a resource, uses_resources stays set: it is
- * what sends claim down the slot-taking path (limits.c).
+ * what sends claim down the slot-taking path (claim_limited.c).
  *
  * A change of a queue's privileges (acl) invalidates the queue table's
  * relcache entry, which resets the per-backend cache that token checks
@@ -53,6 +53,8 @@
 #include "utils/rel.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "slots.h"
 
 PG_FUNCTION_INFO_V1(js_queue_trigger);
 

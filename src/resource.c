@@ -56,6 +56,8 @@
 #include "utils/snapmgr.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "slots.h"
 
 PG_FUNCTION_INFO_V1(js_create_resource);
 PG_FUNCTION_INFO_V1(js_alter_resource);
@@ -334,46 +336,4 @@ js_resource_trigger(PG_FUNCTION_ARGS)
 	JsExecute(&drop_buckets_plan, &name, NULL, false, 0);
 	JsTriggerSpiFinish(&saved_user);
 	return PointerGetDatum(old);
-}
-
-/*
- * The limits of resource name, for claim (limits.c): false when there is
- * no such resource.  *limit is 0 when it has no concurrency_limit, *rate
- * when it has no max_starts_per_second.  Read like a statement, after a
- * command-counter step under a fresh snapshot, by the primary key.
- */
-bool
-JsReadResourceLimits(const char *name, int32 *limit, double *rate)
-{
-	Relation	rel = table_open(JsOwnRelid("resource"), AccessShareLock);
-	Relation	pkey = index_open(JsOwnRelid("resource_pkey"), AccessShareLock);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	ScanKeyData key;
-	IndexScanDesc scan;
-	bool		found;
-
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   pkey->rd_indcollation[0], F_TEXTEQ,
-						   CStringGetTextDatum(name));
-	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 1);
-	index_rescan(scan, &key, 1, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	index_endscan(scan);
-	if (found)
-	{
-		bool		isnull;
-		Datum		value;
-
-		value = slot_getattr(slot, JsColumnNumber(rel, "concurrency_limit"), &isnull);
-		*limit = isnull ? 0 : DatumGetInt32(value);
-		value = slot_getattr(slot, JsColumnNumber(rel, "max_starts_per_second"), &isnull);
-		*rate = isnull ? 0 : DatumGetFloat8(value);
-	}
-	PopActiveSnapshot();
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(pkey, NoLock);
-	table_close(rel, NoLock);
-	return found;
 }

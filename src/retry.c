@@ -6,7 +6,11 @@
  * The n-th retry (n >= 1) waits min(retry_interval * backoff_rate^(n-1),
  * max_delay); with full jitter the wait is drawn uniformly from [0, that].
  * The random draws come from a pg_prng state seeded once per backend from
- * the strong random source.
+ * the strong random source.  fail's whole decision lives here too
+ * (JsDecideFail): which status a failed attempt leads to, and when a retry
+ * may run.
+ *
+ * Locks: AccessShareLock on the queue table while reading its policy.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,11 +21,15 @@
 #if PG_VERSION_NUM >= 150000
 #include "common/pg_prng.h"
 #endif
+#include "access/genam.h"
+#include "access/table.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rules.h"
 
 PG_FUNCTION_INFO_V1(js_retry_delay);
 
@@ -118,4 +126,94 @@ js_retry_delay(PG_FUNCTION_ARGS)
 
 	PG_RETURN_INTERVAL_P(JsRetryDelay(retry_interval, backoff_rate, max_delay,
 									  full, retry));
+}
+
+/*
+ * fail's outcome for the locked version of a job (values, nulls, by the
+ * job table's columns) failed with class_name: permanent and unknown end
+ * the job as failed and unknown; transient and throttled retry it unless
+ * its attempts, deadline (judged at the retry's start), budget or retries
+ * are used up, in that order.  retry_after (NULL: the queue's policy) is
+ * the wait before the retry.  A requested cancel wins over anything but
+ * an unknown outcome, and keeps the reason the cancel gave.  The queue's
+ * policy is read under the active snapshot.
+ */
+void
+JsDecideFail(const char *class_name, const JsJobColumns *cols,
+			 const Datum *values, const bool *nulls, Datum queue,
+			 const char *queue_name, int64 job_id,
+			 const Interval *retry_after, JsFailOutcome *out)
+{
+	out->to = JS_FAILED;
+	out->reason = NULL;
+	out->retry = false;
+	out->run_after = 0;
+
+	if (strcmp(class_name, "permanent") == 0)
+	{
+		out->to = JS_FAILED;
+		out->reason = "permanent_error";
+	}
+	else if (strcmp(class_name, "unknown") == 0)
+	{
+		out->to = JS_UNKNOWN;
+		out->reason = "outcome_unknown";
+	}
+	else
+	{
+		int32		attempts = DatumGetInt32(values[cols->attempts - 1]);
+		int32		retries = DatumGetInt32(values[cols->retries - 1]);
+		Relation	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
+		Relation	queue_pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
+		JsQueueOptions q;
+		Interval   *wait;
+
+		if (!JsReadQueue(queuerel, queue_pkey, queue, NULL, &q))
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+					 errmsg("queue \"%s\" does not exist", queue_name),
+					 errdetail("Job %lld belongs to queue \"%s\", whose row was deleted; its retry policy is gone with it.",
+							   (long long) job_id, queue_name),
+					 errhint("Fail the job with class permanent or unknown, which need no retry policy.")));
+		index_close(queue_pkey, NoLock);
+		table_close(queuerel, NoLock);
+
+		if (retry_after != NULL)
+			wait = (Interval *) retry_after;
+		else
+			wait = JsRetryDelay(&q.retry_interval, q.backoff_rate, &q.max_delay,
+								q.full_jitter,
+								retries < PG_INT32_MAX ? retries + 1 : retries);
+		out->run_after = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+															TimestampTzGetDatum(GetCurrentTimestamp()),
+															IntervalPGetDatum(wait)));
+
+		/* exhaustion, in the order attempts, deadline, budget, retries */
+		if (!nulls[cols->max_attempts - 1] &&
+			attempts >= DatumGetInt32(values[cols->max_attempts - 1]))
+			out->reason = "attempts_exhausted";
+		else if (!nulls[cols->deadline - 1] &&
+				 out->run_after >= DatumGetTimestampTz(values[cols->deadline - 1]))
+			out->reason = "deadline_exceeded";
+		else if (!nulls[cols->budget - 1] &&
+				 JsBudgetExhaustedMeter(DatumGetJsonbP(values[cols->budget - 1]),
+										DatumGetJsonbP(values[cols->spent - 1])) != NULL)
+			out->reason = "budget_exhausted";
+		else if (retries >= q.max_retries)
+			out->reason = "retries_exhausted";
+		else
+			out->retry = true;
+
+		out->to = out->retry ? JS_ACCEPTED : JS_FAILED;
+	}
+
+	/*
+	 * A requested cancel wins over anything but an unknown outcome; the
+	 * reason the cancel gave stays.
+	 */
+	if (DatumGetBool(values[cols->cancel_requested - 1]) && out->to != JS_UNKNOWN)
+	{
+		out->to = JS_CANCELLED;
+		out->retry = false;
+	}
 }

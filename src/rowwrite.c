@@ -49,6 +49,7 @@
 #include "utils/snapmgr.h"
 
 #include "job_state.h"
+#include "rowwrite.h"
 
 /*
  * A server struct we allocate ourselves (see JS_STRUCT_ROOM in job_state.h):
@@ -215,17 +216,6 @@ JsRowWriterEndUpdate(JsRowWriter *w, TupleTableSlot *locked)
 	PopActiveSnapshot();
 }
 
-/* a relation of job_state's own schema */
-Oid
-JsOwnRelid(const char *name)
-{
-	Oid			relid = get_relname_relid(name, get_namespace_oid("job_state", false));
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "job_state: relation job_state.%s is missing", name);
-	return relid;
-}
-
 /*
  * Start the new version of a row as a copy of the locked one: the caller
  * changes the columns it writes, then ExecStoreVirtualTuple(newslot).
@@ -281,14 +271,11 @@ bool
 JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 		  LockWaitPolicy wait)
 {
-	JsTMFailureData tmfd;
 	TM_Result	result;
 
-	result = table_tuple_lock(w->rri->ri_RelationDesc, tid, GetActiveSnapshot(),
-							  slot, w->estate->es_output_cid,
-							  LockTupleNoKeyExclusive, wait,
-							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-							  &tmfd.tmfd);
+	result = JsLockTuple(w->rri->ri_RelationDesc, tid, slot,
+						 w->estate->es_output_cid, wait,
+						 IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION);
 	switch (result)
 	{
 		case TM_Ok:
@@ -316,6 +303,34 @@ JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 }
 
 /*
+ * A scan key on column attno of index, with the index's collation for it.
+ */
+void
+JsScanKey(ScanKey key, Relation index, AttrNumber attno, StrategyNumber strategy,
+		  RegProcedure proc, Datum arg)
+{
+	ScanKeyEntryInitialize(key, 0, attno, strategy, InvalidOid,
+						   index->rd_indcollation[attno - 1], proc, arg);
+}
+
+/*
+ * Lock the row at tid of rel FOR NO KEY UPDATE into slot under the active
+ * snapshot, as command cid; with flags TUPLE_LOCK_FLAG_FIND_LAST_VERSION
+ * its newest version, else only this one.  What the server failed on is
+ * written into room of our own (JS_STRUCT_ROOM) and not looked at: the
+ * callers judge the result alone.
+ */
+TM_Result
+JsLockTuple(Relation rel, ItemPointer tid, TupleTableSlot *slot, CommandId cid,
+			LockWaitPolicy wait, int flags)
+{
+	JsTMFailureData tmfd;
+
+	return table_tuple_lock(rel, tid, GetActiveSnapshot(), slot, cid,
+							LockTupleNoKeyExclusive, wait, flags, &tmfd.tmfd);
+}
+
+/*
  * Find job (queue, id) of rel by its primary key pkey under the active
  * snapshot, into slot.  False when the job is not there (any more).
  */
@@ -327,10 +342,8 @@ JsFindJob(Relation rel, Relation pkey, Datum queue, Datum id,
 	IndexScanDesc scan;
 	bool		found;
 
-	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   pkey->rd_indcollation[0], F_TEXTEQ, queue);
-	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
-						   pkey->rd_indcollation[1], F_INT8EQ, id);
+	JsScanKey(&keys[0], pkey, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
+	JsScanKey(&keys[1], pkey, 2, BTEqualStrategyNumber, F_INT8EQ, id);
 	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 2);
 	index_rescan(scan, keys, 2, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);

@@ -43,6 +43,8 @@
 #include "utils/resowner.h"
 
 #include "job_state.h"
+#include "acl.h"
+#include "cron.h"
 
 PG_FUNCTION_INFO_V1(js_schedule);
 PG_FUNCTION_INFO_V1(js_unschedule);

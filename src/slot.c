@@ -55,6 +55,9 @@
 #include "utils/snapmgr.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
+#include "slots.h"
 
 /* job_state.slot's columns */
 enum
@@ -67,24 +70,16 @@ enum
 	SLOT_JOB_ID
 };
 
-static void
-JsSlotKey(ScanKey key, Relation index, AttrNumber attno, StrategyNumber strategy,
-		  RegProcedure proc, Datum arg)
-{
-	ScanKeyEntryInitialize(key, 0, attno, strategy, InvalidOid,
-						   index->rd_indcollation[attno - 1], proc, arg);
-}
-
 /* keys[0..2]: the slots of (kind, scope, key) in slot_pkey */
 static void
 JsSlotScopeKeys(ScanKey keys, Relation pkey, const char *kind, const char *scope,
 				const char *key)
 {
-	JsSlotKey(&keys[0], pkey, 1, BTEqualStrategyNumber, F_TEXTEQ,
+	JsScanKey(&keys[0], pkey, 1, BTEqualStrategyNumber, F_TEXTEQ,
 			  CStringGetTextDatum(kind));
-	JsSlotKey(&keys[1], pkey, 2, BTEqualStrategyNumber, F_TEXTEQ,
+	JsScanKey(&keys[1], pkey, 2, BTEqualStrategyNumber, F_TEXTEQ,
 			  CStringGetTextDatum(scope));
-	JsSlotKey(&keys[2], pkey, 3, BTEqualStrategyNumber, F_TEXTEQ,
+	JsScanKey(&keys[2], pkey, 3, BTEqualStrategyNumber, F_TEXTEQ,
 			  CStringGetTextDatum(key ? key : ""));
 }
 
@@ -98,32 +93,6 @@ JsSlotCheckShape(Relation rel)
 		strcmp(NameStr(TupleDescAttr(desc, SLOT_N - 1)->attname), "n") != 0 ||
 		strcmp(NameStr(TupleDescAttr(desc, SLOT_JOB_ID - 1)->attname), "job_id") != 0)
 		elog(ERROR, "job_state: job_state.slot does not have the expected columns");
-}
-
-/*
- * Lock the row at tid FOR NO KEY UPDATE into slot; with flags
- * TUPLE_LOCK_FLAG_FIND_LAST_VERSION its newest version, else only if it is
- * the newest.  False when it is not to be had: locked by another
- * (LockWaitSkip), changed (without the flag) or gone since it was read, or
- * changed by this transaction's current command.
- */
-static bool
-JsSlotLockRow(Relation rel, ItemPointer tid, TupleTableSlot *slot,
-			  LockWaitPolicy wait, int flags)
-{
-	JsTMFailureData tmfd;
-	TM_Result	result;
-
-	result = table_tuple_lock(rel, tid, GetActiveSnapshot(), slot,
-							  GetCurrentCommandId(false), LockTupleNoKeyExclusive,
-							  wait, flags, &tmfd.tmfd);
-
-	/*
-	 * Anything else (would block, updated, deleted, changed by ourselves) is
-	 * a slot not to be had; with these wait policies the row is never
-	 * returned as still being modified.
-	 */
-	return result == TM_Ok;
 }
 
 /*
@@ -166,9 +135,9 @@ JsSlotLockFree(JsSlot *slot, const char *kind, const char *scope,
 	{
 		int64		high = Min(low + width - 1, (int64) limit);
 
-		JsSlotKey(&keys[3], pkey, 4, BTGreaterEqualStrategyNumber, F_INT4GE,
+		JsScanKey(&keys[3], pkey, 4, BTGreaterEqualStrategyNumber, F_INT4GE,
 				  Int32GetDatum((int32) low));
-		JsSlotKey(&keys[4], pkey, 4, BTLessEqualStrategyNumber, F_INT4LE,
+		JsScanKey(&keys[4], pkey, 4, BTLessEqualStrategyNumber, F_INT4LE,
 				  Int32GetDatum((int32) high));
 		index_rescan(scan, keys, 5, NULL, 0);
 		while (index_getnext_slot(scan, ForwardScanDirection, scanslot))
@@ -177,7 +146,8 @@ JsSlotLockFree(JsSlot *slot, const char *kind, const char *scope,
 			bool		isnull;
 
 			(void) slot_getattr(scanslot, SLOT_JOB_ID, &isnull);
-			if (!isnull || !JsSlotLockRow(rel, &tid, locked, LockWaitSkip, 0))
+			if (!isnull || JsLockTuple(rel, &tid, locked, GetCurrentCommandId(false),
+								   LockWaitSkip, 0) != TM_Ok)
 				continue;
 			/* the newest version, locked: still free, as it was read */
 			(void) slot_getattr(locked, SLOT_JOB_ID, &isnull);
@@ -273,7 +243,7 @@ JsReleaseSlots(int64 job_id, const char *queue, const char *resource,
 		JsSlotScopeKeys(keys, pkey, kinds[kind],
 						kind == JS_SLOT_RESOURCE ? resource : queue,
 						kind == JS_SLOT_KEY ? key : NULL);
-		JsSlotKey(&keys[3], pkey, 4, BTEqualStrategyNumber, F_INT4EQ,
+		JsScanKey(&keys[3], pkey, 4, BTEqualStrategyNumber, F_INT4EQ,
 				  Int32GetDatum(numbers[kind]));
 		index_rescan(scan, keys, 4, NULL, 0);
 		if (!index_getnext_slot(scan, ForwardScanDirection, scanslot))
@@ -281,8 +251,8 @@ JsReleaseSlots(int64 job_id, const char *queue, const char *resource,
 		tid = scanslot->tts_tid;
 
 		/* its newest version, as an UPDATE re-checks its WHERE clause */
-		if (!JsSlotLockRow(rel, &tid, locked, LockWaitBlock,
-						   TUPLE_LOCK_FLAG_FIND_LAST_VERSION))
+		if (JsLockTuple(rel, &tid, locked, GetCurrentCommandId(false),
+						LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION) != TM_Ok)
 			continue;
 		holder = slot_getattr(locked, SLOT_JOB_ID, &isnull);
 		if (isnull || DatumGetInt64(holder) != job_id)

@@ -35,32 +35,13 @@
 #include "utils/tuplestore.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
+#include "rules.h"
+#include "acl.h"
+#include "bgworker.h"
 
 PG_FUNCTION_INFO_V1(js_submit);
-
-bytea *
-JsInputHash(Jsonb *input)
-{
-	char	   *text = JsonbToCString(NULL, &input->root, VARSIZE(input));
-	bytea	   *hash = palloc(VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
-	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
-
-	if (ctx == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory")));
-	if (pg_cryptohash_init(ctx) < 0 ||
-		pg_cryptohash_update(ctx, (uint8 *) text, strlen(text)) < 0 ||
-		pg_cryptohash_final(ctx, (uint8 *) VARDATA(hash), PG_SHA256_DIGEST_LENGTH) < 0)
-	{
-		pg_cryptohash_free(ctx);
-		elog(ERROR, "job_state: could not hash the job input");
-	}
-	pg_cryptohash_free(ctx);
-	SET_VARSIZE(hash, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
-	pfree(text);
-	return hash;
-}
 
 static JsPlan existing_plan = {
 	"SELECT id, status, input_hash FROM job_state.job"

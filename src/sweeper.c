@@ -1,19 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * sweeper.c
- *	  The sweeper background worker: every job_state.sweep_interval it runs
- *	  job_state.sweep() -- lease expiry and due schedule ticks -- so that
- *	  nobody has to call claim() or sweep() for leases to expire and
- *	  schedules to fire.
+ *	  sweep() -- lease expiry (lease.c) and due schedule ticks
+ *	  (schedule.c) -- and the sweeper background worker that runs it every
+ *	  job_state.sweep_interval, so that nobody has to call claim() or
+ *	  sweep() for leases to expire and schedules to fire.
  *
  * It is registered from _PG_init only while shared_preload_libraries is
  * being processed; without preloading, everything else works and sweep()
  * (and claim's lazy expiry) does the work.  One sweeper per cluster, in
- * job_state.database (worker.c: registration, start, rounds).
+ * job_state.database (bgworker.c: registration, start, rounds).
  *
  * Each round looks the extension up in pg_extension (not installed:
  * nothing to do, wait for the next round; the server log says so once,
- * with a hint, and once more when the extension is found, see worker.c)
+ * with a hint, and once more when the extension is found, see bgworker.c)
  * and runs SELECT job_state.sweep()
  * through a kept plan -- the same code a user's sweep() runs, with its
  * SECURITY DEFINER search_path, and a plan the plan cache re-makes if the
@@ -38,6 +38,11 @@
 #include "utils/memutils.h"
 
 #include "job_state.h"
+#include "rules.h"
+#include "cron.h"
+#include "bgworker.h"
+
+PG_FUNCTION_INFO_V1(js_sweep);
 
 #define JS_SWEEPER_NAME "job_state sweeper"
 #define JS_SWEEPER_RESTART_SECS 5
@@ -111,4 +116,16 @@ js_sweeper_main(Datum main_arg)
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
+}
+
+Datum
+js_sweep(PG_FUNCTION_ARGS)
+{
+	int			n;
+
+	SPI_connect();
+	n = JsExpireLeases(NULL);
+	(void) JsRunSchedules();	/* ticks submitted are not counted in n */
+	SPI_finish();
+	PG_RETURN_INT32(n);
 }

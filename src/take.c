@@ -5,10 +5,9 @@
  *	  the walk of the ready index, the SKIP LOCKED row locks, the move to
  *	  running and the probe for leases that ran out.
  *
- * claim (claim.c) used to do this with one SQL statement of CTEs; starting
- * that statement (sixteen plan nodes) cost more than the work it did.  Here
- * the same steps run as index scans and single-row updates, with the
- * semantics of the statement:
+ * The steps run as index scans and single-row updates (starting one SQL
+ * statement would cost more than the work it does), with the semantics of
+ * the statement:
  *
  *	SELECT ... FROM job_state.job
  *	 WHERE queue = $1 AND status = 'accepted' AND run_after <= now
@@ -33,6 +32,11 @@
  * Resuming after a mark (claim_mark.c) walks the priorities above the
  * mark's from their start, the mark's priority from the mark on, then the
  * priorities below, each a bounded index scan.
+ * The plain claim (JsClaimReady, for queues without limits) runs whole
+ * here: passes of this walk, lease expiry between them (lease.c) and the
+ * mark it leaves; claim_limited.c takes the jobs one by one instead
+ * (JsReadCandidates, JsTakeJob).  Both return their rows through
+ * JsReturnClaimed.
  *
  * Locks: RowExclusiveLock on job and its indexes; AccessShareLock on queue;
  * the row locks of the jobs taken.
@@ -56,10 +60,14 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "job_state.h"
+#include "utils/tuplestore.h"
 
-/* true while claim writes the job it starts (the job trigger reads it) */
-bool		js_claim_starting = false;
+#include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
+#include "rules.h"
+#include "take.h"
+#include "token.h"
 
 /* one step of taking jobs: the writer and its slots */
 typedef struct JsTakeStep
@@ -76,14 +84,6 @@ typedef struct JsReadyScan
 	ScanKeyData keys[4];
 	ScanKeyData row[2];			/* (run_after, id) > the mark's */
 } JsReadyScan;
-
-static void
-JsKey(ScanKey key, Relation index, AttrNumber attno, StrategyNumber strategy,
-	  RegProcedure proc, Datum arg)
-{
-	ScanKeyEntryInitialize(key, 0, attno, strategy, InvalidOid,
-						   index->rd_indcollation[attno - 1], proc, arg);
-}
 
 /*
  * Open the job table and what claim reads; the caller's SPI connection is
@@ -264,12 +264,12 @@ static void
 JsReadyKeys(JsTake *t, const JsTakeArgs *args, JsReadyScan *rs,
 			StrategyNumber priority_strategy, RegProcedure priority_proc)
 {
-	JsKey(&rs->keys[rs->nkeys++], t->ready, 1, BTEqualStrategyNumber, F_TEXTEQ,
+	JsScanKey(&rs->keys[rs->nkeys++], t->ready, 1, BTEqualStrategyNumber, F_TEXTEQ,
 		  args->queue);
 	if (priority_strategy != InvalidStrategy)
-		JsKey(&rs->keys[rs->nkeys++], t->ready, 2, priority_strategy, priority_proc,
+		JsScanKey(&rs->keys[rs->nkeys++], t->ready, 2, priority_strategy, priority_proc,
 			  Int32GetDatum(args->mark->priority));
-	JsKey(&rs->keys[rs->nkeys++], t->ready, 3, BTLessEqualStrategyNumber,
+	JsScanKey(&rs->keys[rs->nkeys++], t->ready, 3, BTLessEqualStrategyNumber,
 		  F_TIMESTAMPTZ_LE, TimestampTzGetDatum(args->now));
 }
 
@@ -454,12 +454,124 @@ JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now)
 	IndexScanDesc scan;
 	bool		found;
 
-	JsKey(&keys[0], t->lease, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
-	JsKey(&keys[1], t->lease, 2, BTLessEqualStrategyNumber, F_TIMESTAMPTZ_LE,
+	JsScanKey(&keys[0], t->lease, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
+	JsScanKey(&keys[1], t->lease, 2, BTLessEqualStrategyNumber, F_TIMESTAMPTZ_LE,
 		  TimestampTzGetDatum(now));
 	scan = JsIndexBeginScan(t->job, t->lease, GetActiveSnapshot(), 2);
 	index_rescan(scan, keys, 2, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, t->scanslot);
 	index_endscan(scan);
 	return found;
+}
+
+/*
+ * One output row of claim for a job it started: (token, job_id, attempts,
+ * input, deadline).  Minting may run SPI (the secret's first use), so both
+ * claim paths call this after their reads of the job.
+ */
+void
+JsReturnClaimed(ReturnSetInfo *rsinfo, const JsTaken *taken, int32 queue_id)
+{
+	Datum		out[5];
+	bool		outnulls[5] = {false, false, false, false, false};
+
+	out[0] = ClaimTokenGetDatum(JsTokenMint(taken->job_id, taken->generation,
+											queue_id));
+	out[1] = Int64GetDatum(taken->job_id);
+	out[2] = Int32GetDatum(taken->attempts);
+	out[3] = taken->input;
+	out[4] = taken->deadline;
+	outnulls[4] = taken->deadline_null;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
+}
+
+/*
+ * The plain claim, for queues without limits: take up to max_jobs ready
+ * jobs of the queue, resuming after this session's mark in the queue
+ * (claim_mark.c) when it has one.  A pass looks again from the head of the
+ * queue when the resumed walk came back short (jobs may be ready behind the
+ * mark) or when leases ran out (their expiry, lease.c, may requeue jobs,
+ * also behind the mark); another pass runs when jobs turned out used up
+ * and left room.  Each started job is one output row; t is closed and the
+ * mark left for the next claim.
+ */
+/* bound on the passes one claim makes (used-up jobs, expiry rounds) */
+#define JS_CLAIM_MAX_PASSES 16
+
+void
+JsClaimReady(JsTake *t, const char *queue, Datum queue_datum, Datum worker,
+			 const JsQueueOptions *q, int32 max_jobs, TimestampTz started,
+			 ReturnSetInfo *rsinfo)
+{
+	JsTaken    *taken;
+	int			claimed = 0;
+	int			passes = 0;
+	bool		from_head = false;
+	JsClaimKey	last;
+	bool		have_last = false;
+	Oid			job_relid = RelationGetRelid(t->job);
+
+	taken = palloc(sizeof(JsTaken) * max_jobs);
+	for (;;)
+	{
+		JsTakeArgs	args;
+		JsClaimKey	mark;
+		bool		resumed;
+		bool		expiry_due;
+		int			n;
+		int			i;
+		int			used_up = 0;
+
+		args.queue = queue_datum;
+		args.worker = worker;
+		args.lease = (Interval *) &q->lease;
+		args.now = GetCurrentTimestamp();
+		args.asked = q->paused ? 0 : max_jobs - claimed;
+		args.after_mark_only = false;
+
+		/*
+		 * Resume after this session's mark unless an earlier pass of this
+		 * call already looked from the head.
+		 */
+		resumed = !from_head && JsClaimMarkGet(queue, args.now, &mark);
+		if (!resumed)
+			from_head = true;
+		args.mark = resumed ? &mark : NULL;
+		n = JsTakeReady(t, &args, taken, &expiry_due);
+
+		for (i = 0; i < n; i++)
+		{
+			if (!taken[i].started)
+			{
+				used_up++;
+				continue;
+			}
+			JsReturnClaimed(rsinfo, &taken[i], q->id);
+			claimed++;
+		}
+
+		/*
+		 * The next claim resumes after the last job taken, in claim order,
+		 * by the last pass that took any: a pass from the head that finds
+		 * nothing more leaves the mark of the resumed pass before it.
+		 */
+		if (n > 0)
+		{
+			last = taken[n - 1].key;
+			have_last = true;
+		}
+
+		if (expiry_due)
+			JsExpireLeases(queue);
+		if (claimed >= max_jobs || ++passes > JS_CLAIM_MAX_PASSES)
+			break;
+		if (expiry_due || (resumed && n < args.asked))
+			from_head = true;
+		else if (used_up == 0)
+			break;
+	}
+
+	JsTakeClose(t);
+	JsClaimMarkSet(job_relid, queue, started, from_head,
+				   have_last ? &last : NULL);
 }

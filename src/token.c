@@ -41,6 +41,9 @@
 #include "utils/memutils.h"
 
 #include "job_state.h"
+#include "tables.h"
+#include "token.h"
+#include "acl.h"
 
 #define JS_TOKEN_TEXT_LEN	43	/* base64url of 32 bytes, no padding */
 #define JS_SECRET_LEN		32

@@ -31,6 +31,7 @@
 #include "utils/errcodes.h"
 
 #include "job_state.h"
+#include "cron.h"
 #include "fuzz.h"
 
 #define JS_FUZZ_MARGIN	((TimestampTz) 401 * 366 * USECS_PER_DAY)

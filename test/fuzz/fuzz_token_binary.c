@@ -23,6 +23,7 @@
 #include "utils/errcodes.h"
 
 #include "job_state.h"
+#include "token.h"
 #include "fuzz.h"
 
 int			LLVMFuzzerTestOneInput(const uint8 *data, size_t size);

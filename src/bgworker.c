@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker.c
+ * bgworker.c
  *	  What the two background workers share (sweeper.c, notify.c): their
  *	  registration, their start, and one round of work in a transaction of
  *	  its own.
@@ -38,6 +38,7 @@
 #include "utils/snapmgr.h"
 
 #include "job_state.h"
+#include "bgworker.h"
 
 static JsPlan installed_plan = {
 	"SELECT 1 FROM pg_catalog.pg_extension"

@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * init.c
+ *	  _PG_init: what loading the library does.  It stands above every other
+ *	  file, which is why it is a file of its own.
+ *
+ * It defines the GUCs (job_state.c), sets up the claim marks' cache
+ * (claim_mark.c) and, only while shared_preload_libraries is processed,
+ * registers the sweeper and the notifier (bgworker.h).  No SPI, no locks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+
+#include "job_state.h"
+#include "claim_mark.h"
+#include "bgworker.h"
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	bool		preloading = process_shared_preload_libraries_in_progress;
+
+	JsDefineGucs(preloading);
+	JsClaimMarkInit();
+	if (preloading)
+	{
+		JsRegisterSweeper();
+		JsRegisterNotifier();
+	}
+}

@@ -1,0 +1,245 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_trigger.c
+ *	  The job table's AFTER trigger and the guards of TRUNCATE and of the
+ *	  append-only history.
+ *
+ * job_state_event (AFTER ROW, ENABLE ALWAYS) appends to job_state.job_event
+ * whenever the status or the generation changes (event.c), frees the
+ * concurrency slots of a job that left running (slot.c), and has a job
+ * that names a resource or a concurrency key counted by its limits
+ * (limits.c: the resource must exist, the queue is marked for the
+ * slot-taking claim, a new key gets its slots).  TRUNCATE of job or
+ * job_event is refused while live jobs exist; job_event takes no UPDATE
+ * and no DELETE outside purge().  job_state.restore (superuser only) lets
+ * a dump be replayed.
+ *
+ * Locks: none beyond those of the statement that fires them, except the
+ * slot rows a finished job frees and the queue row the first job naming a
+ * resource marks.  The SPI statements run as the table's owner.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "commands/trigger.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+
+#include "job_state.h"
+#include "tables.h"
+#include "rules.h"
+#include "slots.h"
+
+PG_FUNCTION_INFO_V1(js_job_event_trigger);
+PG_FUNCTION_INFO_V1(js_job_truncate_trigger);
+PG_FUNCTION_INFO_V1(js_append_only_trigger);
+
+/*
+ * Whether newtup names a resource or a concurrency key that oldtup (NULL
+ * for an insert) did not.
+ */
+static bool
+JsNamesNewLimit(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
+				HeapTuple oldtup)
+{
+	int			attnums[2] = {cols->resource, cols->concurrency_key};
+	int			i;
+
+	for (i = 0; i < 2; i++)
+		if (!heap_attisnull(newtup, attnums[i], tupdesc) &&
+			(oldtup == NULL || !JsSameValue(oldtup, newtup, tupdesc, attnums[i])))
+			return true;
+	return false;
+}
+
+/*
+ * Free the slots whose numbers oldtup records (slot.c).  A resource's or a
+ * key's slot is found by the job's resource or key, which cannot change
+ * while it runs.
+ */
+static void
+JsReleaseJobSlots(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup)
+{
+	int32		numbers[JS_NUM_SLOT_KINDS];
+	char	   *scopes[JS_NUM_SLOT_KINDS] = {NULL, NULL, NULL};
+	bool		held = false;
+	bool		isnull;
+	int			kind;
+
+	for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
+	{
+		int			scope_col = kind == JS_SLOT_RESOURCE ? cols->resource :
+			kind == JS_SLOT_KEY ? cols->concurrency_key : cols->queue;
+		Datum		scope;
+
+		numbers[kind] = JsTupleInt32(oldtup, tupdesc, cols->slot[kind], &isnull);
+		if (numbers[kind] == 0)
+			continue;
+		scope = heap_getattr(oldtup, scope_col, tupdesc, &isnull);
+		if (isnull)
+			numbers[kind] = 0;	/* set by hand on a job without a resource or key */
+		else
+		{
+			scopes[kind] = TextDatumGetCString(scope);
+			held = true;
+		}
+	}
+	if (held)
+		JsReleaseSlots(JsTupleJobId(cols, oldtup, tupdesc),
+					   TextDatumGetCString(heap_getattr(oldtup, cols->queue, tupdesc, &isnull)),
+					   scopes[JS_SLOT_RESOURCE], scopes[JS_SLOT_KEY], numbers);
+}
+
+/*
+ * job_state_event (AFTER ROW): one job_event row per change of status or
+ * generation (event.c), and the concurrency slots of a job that left
+ * running go back (slot.c).
+ */
+Datum
+js_job_event_trigger(PG_FUNCTION_ARGS)
+{
+	JsSavedUser saved_user;
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TriggerEvent event;
+	const JsJobColumns *cols;
+	TupleDesc	tupdesc;
+	HeapTuple	newtup;
+	JsStatus	to;
+	JsEvent		ev;
+	bool		isnull;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "job_state_event: not called by trigger manager");
+	event = trigdata->tg_event;
+	if (!TRIGGER_FIRED_AFTER(event) || !TRIGGER_FIRED_FOR_ROW(event) ||
+		TRIGGER_FIRED_BY_DELETE(event) || TRIGGER_FIRED_BY_TRUNCATE(event))
+		elog(ERROR, "job_state_event: must be fired after insert or update, for each row");
+
+	cols = JsJobColumnsFor(trigdata->tg_relation);
+	tupdesc = RelationGetDescr(trigdata->tg_relation);
+	newtup = TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
+	to = JsTupleStatus(cols, newtup, tupdesc);
+
+	/* the BEFORE trigger cleared the slot numbers when the job left running */
+	if (TRIGGER_FIRED_BY_UPDATE(event) && to != JS_RUNNING && !js_restore)
+		JsReleaseJobSlots(cols, tupdesc, trigdata->tg_trigtuple);
+
+	/* a restore brings the slots and the queue's flag with it */
+	if (!js_restore &&
+		JsNamesNewLimit(cols, tupdesc, newtup,
+						TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_trigtuple : NULL))
+	{
+		Datum		queue = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
+		bool		no_resource;
+		bool		no_key;
+		Datum		resource = heap_getattr(newtup, cols->resource, tupdesc, &no_resource);
+		Datum		key = heap_getattr(newtup, cols->concurrency_key, tupdesc, &no_key);
+
+		JsTriggerSpiConnect(trigdata->tg_relation, &saved_user);
+		JsJobNamesLimits(queue, resource, !no_resource, key, !no_key);
+		JsTriggerSpiFinish(&saved_user);
+	}
+
+	/* a restore brings the history with it */
+	if (!js_track_events || js_restore)
+		return PointerGetDatum(NULL);
+
+	ev.generation = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
+	ev.from = -1;
+	if (TRIGGER_FIRED_BY_UPDATE(event))
+	{
+		HeapTuple	oldtup = trigdata->tg_trigtuple;
+
+		ev.from = JsTupleStatus(cols, oldtup, tupdesc);
+		if (ev.from == (int) to &&
+			JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull) == ev.generation)
+			return PointerGetDatum(NULL);
+	}
+	ev.to = to;
+	ev.queue = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
+	ev.job_id = heap_getattr(newtup, cols->id, tupdesc, &isnull);
+	ev.reason = heap_getattr(newtup, cols->reason, tupdesc, &ev.reason_null);
+	ev.worker = heap_getattr(newtup, cols->worker, tupdesc, &ev.worker_null);
+	JsWriteEvent(trigdata->tg_relation, cols->status_oids, &ev);
+
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * TRUNCATE of job or job_event: only when no job is live.
+ */
+static JsPlan live_job_plan = {
+	"SELECT id FROM job_state.job"
+	" WHERE status OPERATOR(pg_catalog.<>) ALL"
+	"  ('{succeeded,failed,cancelled}'::job_state.status[]) LIMIT 1",
+	0, {0}
+};
+
+Datum
+js_job_truncate_trigger(PG_FUNCTION_ARGS)
+{
+	JsSavedUser saved_user;
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "job_state_truncate: not called by trigger manager");
+	if (!TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+		elog(ERROR, "job_state_truncate: must be fired by TRUNCATE");
+
+	if (js_restore)
+		return PointerGetDatum(NULL);
+
+	/*
+	 * TRUNCATE holds its ACCESS EXCLUSIVE lock by now, so every transaction
+	 * that wrote jobs has ended; the statement's snapshot is older than that
+	 * wait and would miss a job committed during it.
+	 */
+	JsTriggerSpiConnect(trigdata->tg_relation, &saved_user);
+	if (JsExecuteLatest(&live_job_plan, NULL, NULL, 1) > 0)
+	{
+		int64		job_id = JsGetInt64(0, 1, NULL);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("cannot truncate %s while jobs are live",
+						RelationGetRelationName(trigdata->tg_relation)),
+				 errdetail("Job %lld is not finished.", (long long) job_id),
+				 errhint("Finished jobs are removed with job_state.purge().")));
+	}
+	JsTriggerSpiFinish(&saved_user);
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * job_event is append-only: no UPDATE; DELETE only inside purge(); TRUNCATE
+ * only when no job is live.
+ */
+Datum
+js_append_only_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TriggerEvent event;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "job_state_append_only: not called by trigger manager");
+	event = trigdata->tg_event;
+	if (!TRIGGER_FIRED_BEFORE(event))
+		elog(ERROR, "job_state_append_only: must be fired before the event");
+
+	if (js_restore)
+		return PointerGetDatum(TRIGGER_FIRED_FOR_ROW(event) ? trigdata->tg_trigtuple : NULL);
+
+	if (TRIGGER_FIRED_BY_TRUNCATE(event))
+		return js_job_truncate_trigger(fcinfo);
+	if (TRIGGER_FIRED_BY_DELETE(event) && js_purging)
+		return PointerGetDatum(trigdata->tg_trigtuple);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+			 errmsg("%s is append-only",
+					RelationGetRelationName(trigdata->tg_relation)),
+			 errdetail("History rows are removed only with their job, by job_state.purge().")));
+	pg_unreachable();
+}

@@ -1,0 +1,289 @@
+/*-------------------------------------------------------------------------
+ *
+ * operator.c
+ *	  The operator's calls on one job, named by id alone: reconcile
+ *	  (resolve an unknown job as succeeded or failed), redrive (run a
+ *	  failed, unknown or cancelled job again) and cancel.
+ *
+ * Each is an UPDATE that carries the statuses it acts on in its WHERE
+ * clause, after the job is found and locked by id (JsLockJobById); the job
+ * triggers check the transition and record it.  A redrive or reconcile
+ * makes a new generation, so every older token of the job dies at once.
+ *
+ * Locks: the job's row lock (FOR NO KEY UPDATE), then the update's.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "job_state.h"
+#include "rowwrite.h"
+#include "rules.h"
+#include "acl.h"
+
+PG_FUNCTION_INFO_V1(js_reconcile);
+PG_FUNCTION_INFO_V1(js_redrive);
+PG_FUNCTION_INFO_V1(js_cancel);
+
+/*
+ * The operator calls below name a job by id alone.  The job table has no
+ * index on id by itself (every claim and completion would have to write an
+ * entry in it), so the job is found by probing the primary key (queue, id)
+ * once per queue, a handful of index descents for the usual few queues,
+ * and locked; the update that follows names the whole key.  With the row
+ * locked and its status allowing the change, an update that changes no row
+ * was skipped by a trigger.
+ */
+#define JS_LOCK_JOB_BY_ID \
+	" FROM job_state.job" \
+	" WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT name FROM job_state.queue))" \
+	"  AND id OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE"
+
+static JsPlan job_queue_plan = {
+	"SELECT queue FROM job_state.job"
+	" WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT name FROM job_state.queue))"
+	"  AND id OPERATOR(pg_catalog.=) $1",
+	1, {INT8OID}
+};
+
+static JsPlan job_lock_plan = {
+	"SELECT queue, status::pg_catalog.text" JS_LOCK_JOB_BY_ID,
+	1, {INT8OID}
+};
+
+/*
+ * Lock job job_id by plan (whose first two columns are queue and status):
+ * its status, and its queue into *queue (copied).  JS008 when there is no
+ * such job, 42501 when the calling role may not operate its queue.
+ */
+static char *
+JsLockJobById(JsPlan *plan, int64 job_id, Datum *queue)
+{
+	Datum		id = Int64GetDatum(job_id);
+	bool		isnull;
+
+	/* operate on the job's queue, checked before the job is locked */
+	if (JsExecute(&job_queue_plan, &id, NULL, false, 1) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("job %lld does not exist", (long long) job_id)));
+	JsRequireQueuePrivilegeByName(JsGetDatumCopy(0, 1, &isnull), JS_QUEUE_OPERATE);
+
+	if (JsExecute(plan, &id, NULL, false, 1) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("job %lld does not exist", (long long) job_id)));
+	*queue = PointerGetDatum(DatumGetTextPCopy(SPI_getbinval(SPI_tuptable->vals[0],
+															 SPI_tuptable->tupdesc,
+															 1, &isnull)));
+	return JsGetText(0, 2);
+}
+
+/*
+ * reconcile: an operator resolves an unknown job.
+ * $1 id, $2 outcome, $3 detail, $4 queue
+ */
+static JsPlan reconcile_plan = {
+	"UPDATE job_state.job SET status = $2::job_state.status,"
+	"  reason = 'reconciled',"
+	"  result = CASE WHEN $2 OPERATOR(pg_catalog.=) 'succeeded' THEN COALESCE($3, result)"
+	"           ELSE result END,"
+	"  last_error = CASE WHEN $2 OPERATOR(pg_catalog.=) 'failed' THEN COALESCE($3, last_error)"
+	"               ELSE last_error END,"
+	"  run_after = CASE WHEN $2 OPERATOR(pg_catalog.=) 'accepted' THEN pg_catalog.now()"
+	"              ELSE run_after END"
+	" WHERE queue OPERATOR(pg_catalog.=) $4 AND id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'unknown'",
+	4, {INT8OID, TEXTOID, JSONBOID, TEXTOID}
+};
+
+Datum
+js_reconcile(PG_FUNCTION_ARGS)
+{
+	int64		job_id;
+	char	   *outcome;
+	char	   *status;
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+
+	JsRefuseNull(fcinfo, 0, "job_id");
+	JsRefuseNull(fcinfo, 1, "outcome");
+	job_id = PG_GETARG_INT64(0);
+	outcome = JsEnumLabel(PG_GETARG_DATUM(1));
+	if (strcmp(outcome, "succeeded") != 0 && strcmp(outcome, "failed") != 0 &&
+		strcmp(outcome, "accepted") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("reconcile outcome must be succeeded, failed or accepted"),
+				 errdetail("The outcome given is %s.", outcome)));
+
+	SPI_connect();
+	values[0] = Int64GetDatum(job_id);
+	values[1] = CStringGetTextDatum(outcome);
+	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	status = JsLockJobById(&job_lock_plan, job_id, &values[3]);
+	if (strcmp(status, "unknown") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("job %lld is %s, not unknown", (long long) job_id, status),
+				 errdetail("Only a job whose outcome is unknown can be reconciled."),
+				 errhint("Use job_state.redrive() to run a failed or cancelled job again.")));
+	if (JsExecute(&reconcile_plan, values, nulls, false, 0) == 0)
+		JsRefuseSkippedUpdate();
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * redrive: an operator re-runs a failed, unknown or cancelled job.  The
+ * retry-policy counter starts again; attempts, deadline and spend carry
+ * over and limits rise only by what is passed.  The job trigger bumps the
+ * generation, so every older token dies at once.
+ */
+static JsPlan redrive_lock_plan = {
+	"SELECT queue, status::pg_catalog.text, budget, max_attempts" JS_LOCK_JOB_BY_ID,
+	1, {INT8OID}
+};
+
+/* $1 id, $2 extra attempts, $3 extra budget, $4 new deadline, $5 queue */
+static JsPlan redrive_plan = {
+	"UPDATE job_state.job SET status = 'accepted', retries = 0, reason = NULL,"
+	"  run_after = pg_catalog.now(),"
+	"  max_attempts = max_attempts OPERATOR(pg_catalog.+) $2,"
+	"  deadline = COALESCE($4, deadline),"
+	"  budget = CASE WHEN $3 IS NULL THEN budget ELSE"
+	"   (SELECT pg_catalog.jsonb_object_agg(b.key, CASE WHEN e.value IS NULL"
+	"     THEN b.value ELSE pg_catalog.to_jsonb(b.value::pg_catalog.text::pg_catalog.numeric"
+	"      OPERATOR(pg_catalog.+) e.value::pg_catalog.text::pg_catalog.numeric) END)"
+	"    FROM pg_catalog.jsonb_each(budget) b"
+	"    LEFT JOIN pg_catalog.jsonb_each($3) e ON e.key OPERATOR(pg_catalog.=) b.key) END"
+	" WHERE queue OPERATOR(pg_catalog.=) $5 AND id OPERATOR(pg_catalog.=) $1"
+	"  AND status OPERATOR(pg_catalog.=) ANY ('{failed,unknown,cancelled}'::job_state.status[])"
+	" RETURNING attempts, max_attempts, deadline, budget, spent",
+	5, {INT8OID, INT4OID, JSONBOID, TIMESTAMPTZOID, TEXTOID}
+};
+
+Datum
+js_redrive(PG_FUNCTION_ARGS)
+{
+	int64		job_id;
+	int32		extra_attempts;
+	char	   *status;
+	Datum		queue;
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	bool		no_max;
+	int32		attempts;
+	int32		max_attempts;
+	Datum		deadline;
+	bool		no_deadline;
+	Datum		budget;
+	bool		no_budget;
+	Datum		spent;
+
+	JsRefuseNull(fcinfo, 0, "job_id");
+	job_id = PG_GETARG_INT64(0);
+	extra_attempts = PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1);
+	if (extra_attempts < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("extra_attempts must not be negative"),
+				 errdetail("The value given is %d.", extra_attempts)));
+	if (!PG_ARGISNULL(2))
+		JsCheckBudget(PG_GETARG_JSONB_P(2));
+
+	SPI_connect();
+	status = JsLockJobById(&redrive_lock_plan, job_id, &queue);
+	if (strcmp(status, "failed") != 0 && strcmp(status, "unknown") != 0 &&
+		strcmp(status, "cancelled") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("job %lld is %s and cannot be redriven", (long long) job_id, status),
+				 errdetail("Only failed, unknown or cancelled jobs can be redriven.")));
+	/* max_attempts + extra_attempts must stay an int4 */
+	if (extra_attempts > 0)
+	{
+		bool		no_old_max;
+		int32		old_max = JsGetInt32(0, 4, &no_old_max);
+
+		if (!no_old_max)
+			(void) JsCounterAdd(job_id, "max_attempts", old_max, extra_attempts,
+								"Give a smaller extra_attempts.");
+	}
+	if (!PG_ARGISNULL(2))
+	{
+		budget = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+		JsCheckMetersKnown(job_id, isnull ? NULL : DatumGetJsonbP(budget),
+						   PG_GETARG_JSONB_P(2));
+	}
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = Int32GetDatum(extra_attempts);
+	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
+	values[4] = queue;
+	if (JsExecute(&redrive_plan, values, nulls, false, 0) != 1)
+		JsRefuseSkippedUpdate();
+
+	/* the limits as they are now must allow one more start */
+	attempts = JsGetInt32(0, 1, NULL);
+	max_attempts = JsGetInt32(0, 2, &no_max);
+	deadline = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &no_deadline);
+	budget = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &no_budget);
+	spent = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull);
+	JsCheckStartAllowed(job_id, attempts, !no_max, max_attempts,
+						!no_deadline, no_deadline ? 0 : DatumGetTimestampTz(deadline),
+						no_budget ? NULL : DatumGetJsonbP(budget),
+						isnull ? NULL : DatumGetJsonbP(spent));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * cancel: accepted and unknown jobs are cancelled now; a running job gets
+ * cancel_requested (its worker sees it on heartbeat; fail or lease expiry
+ * then ends it cancelled, succeed still wins).
+ */
+static JsPlan cancel_plan = {
+	"UPDATE job_state.job SET"
+	"  status = CASE WHEN status OPERATOR(pg_catalog.=) 'running' THEN status"
+	"           ELSE 'cancelled' END::job_state.status,"
+	"  cancel_requested = (status OPERATOR(pg_catalog.=) 'running'),"
+	"  reason = COALESCE($2, 'cancelled')"
+	" WHERE queue OPERATOR(pg_catalog.=) $3 AND id OPERATOR(pg_catalog.=) $1"
+	"  AND status OPERATOR(pg_catalog.=) ANY ('{accepted,running,unknown}'::job_state.status[])",
+	3, {INT8OID, TEXTOID, TEXTOID}
+};
+
+Datum
+js_cancel(PG_FUNCTION_ARGS)
+{
+	int64		job_id;
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	char	   *status;
+	bool		result = true;
+
+	JsRefuseNull(fcinfo, 0, "job_id");
+	job_id = PG_GETARG_INT64(0);
+
+	SPI_connect();
+	values[0] = Int64GetDatum(job_id);
+	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
+	status = JsLockJobById(&job_lock_plan, job_id, &values[2]);
+	if (strcmp(status, "accepted") != 0 && strcmp(status, "running") != 0 &&
+		strcmp(status, "unknown") != 0)
+		result = strcmp(status, "cancelled") == 0;
+	else if (JsExecute(&cancel_plan, values, nulls, false, 0) == 0)
+		JsRefuseSkippedUpdate();
+	SPI_finish();
+	PG_RETURN_BOOL(result);
+}

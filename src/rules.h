@@ -1,0 +1,72 @@
+/*-------------------------------------------------------------------------
+ *
+ * rules.h
+ *	  The rules a job's row follows, below the SQL-callable functions: the
+ *	  transition table (fsm.c), the history row (event.c), the retry
+ *	  decision (retry.c), the cost meters (meter.c) and lease expiry
+ *	  (lease.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef JS_RULES_H
+#define JS_RULES_H
+
+#include "utils/jsonb.h"
+#include "utils/relcache.h"
+
+#include "job_state.h"
+#include "tables.h"
+
+/* fsm.c: the transition table */
+extern bool JsTransitionAllowed(JsStatus from, JsStatus to);
+extern JsStatus JsStatusFromName(const char *name);
+
+/* event.c: one job_event row */
+typedef struct JsEvent
+{
+	Datum		queue;			/* text */
+	Datum		job_id;			/* int8 */
+	int			from;			/* a JsStatus, or -1 for a new job */
+	JsStatus	to;
+	int32		generation;
+	Datum		reason;			/* text */
+	bool		reason_null;
+	Datum		worker;			/* text */
+	bool		worker_null;
+} JsEvent;
+
+extern void JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev);
+
+/* retry.c */
+extern Interval *JsRetryDelay(const Interval *retry_interval, double backoff_rate,
+							  const Interval *max_delay, bool full_jitter,
+							  int32 retry);
+
+/* fail's outcome (retry.c) */
+typedef struct JsFailOutcome
+{
+	JsStatus	to;
+	const char *reason;			/* NULL: none */
+	bool		retry;
+	TimestampTz run_after;		/* when retry */
+} JsFailOutcome;
+
+extern void JsDecideFail(const char *class_name, const JsJobColumns *cols,
+						 const Datum *values, const bool *nulls, Datum queue,
+						 const char *queue_name, int64 job_id,
+						 const Interval *retry_after, JsFailOutcome *out);
+
+/* meter.c */
+extern bool JsMeterAmountValid(const JsonbValue *v);
+extern void JsCheckBudget(Jsonb *budget);
+extern void JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra);
+extern void JsCheckStartAllowed(int64 job_id, int32 attempts, bool has_max,
+								int32 max_attempts, bool has_deadline,
+								TimestampTz deadline, Jsonb *budget, Jsonb *spent);
+extern char *JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent);
+extern void JsCheckSpentForward(int64 job_id, Jsonb *oldspent, Jsonb *newspent);
+
+/* lease.c */
+extern int	JsExpireLeases(const char *queue);
+
+#endif							/* JS_RULES_H */

@@ -1,0 +1,445 @@
+/*-------------------------------------------------------------------------
+ *
+ * tables.c
+ *	  How job_state's own tables are read: their column numbers, looked up
+ *	  once per relation (a table rewritten by an upgrade gets a new map),
+ *	  the status names and their enum OIDs, tuple helpers, a queue's
+ *	  options and a resource's limits by primary key, and the input hash a
+ *	  job row carries.
+ *
+ * Invariants: every column looked up exists (elog otherwise: the
+ * extension's script and this file disagree); a map is rebuilt when the
+ * relation's OID changes.  Locks: AccessShareLock on the queue and
+ * resource tables and their primary keys while reading them.  No SPI
+ * statements.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/nbtree.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_enum.h"
+#include "common/cryptohash.h"
+#include "common/sha2.h"
+#include "executor/tuptable.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "job_state.h"
+#include "tables.h"
+#include "rowwrite.h"
+
+/* a relation of job_state's own schema */
+Oid
+JsOwnRelid(const char *name)
+{
+	Oid			relid = get_relname_relid(name, get_namespace_oid("job_state", false));
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "job_state: relation job_state.%s is missing", name);
+	return relid;
+}
+
+/* attribute number of a column of one of our tables; it must be there */
+int
+JsColumnNumber(Relation rel, const char *name)
+{
+	int			attnum = SPI_fnumber(RelationGetDescr(rel), name);
+
+	if (attnum <= 0)
+		elog(ERROR, "job_state: column %s.%s is missing",
+			 RelationGetRelationName(rel), name);
+	return attnum;
+}
+
+const char *const js_status_names[JS_NUM_STATUS] = {
+	"accepted", "running", "succeeded", "failed", "unknown", "cancelled"
+};
+
+bool
+JsStatusFinished(JsStatus s)
+{
+	return s == JS_SUCCEEDED || s == JS_FAILED || s == JS_CANCELLED;
+}
+
+/* one column of a map: its name, and where its number goes in the map */
+typedef struct JsColumnName
+{
+	const char *name;
+	size_t		offset;
+} JsColumnName;
+
+/* the numbers of names (n of them) into the int fields of map */
+static void
+JsFillColumns(Relation rel, const JsColumnName *names, int n, void *map)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+		*(int *) ((char *) map + names[i].offset) = JsColumnNumber(rel, names[i].name);
+}
+
+#define JS_JOB_COLUMN(field, name) {name, offsetof(JsJobColumns, field)}
+
+static const JsColumnName js_job_column_names[] = {
+	JS_JOB_COLUMN(queue, "queue"),
+	JS_JOB_COLUMN(id, "id"),
+	JS_JOB_COLUMN(status, "status"),
+	JS_JOB_COLUMN(generation, "generation"),
+	JS_JOB_COLUMN(attempts, "attempts"),
+	JS_JOB_COLUMN(retries, "retries"),
+	JS_JOB_COLUMN(throttles, "throttles"),
+	JS_JOB_COLUMN(idempotency_key, "idempotency_key"),
+	JS_JOB_COLUMN(concurrency_key, "concurrency_key"),
+	JS_JOB_COLUMN(input, "input"),
+	JS_JOB_COLUMN(input_hash, "input_hash"),
+	JS_JOB_COLUMN(result, "result"),
+	JS_JOB_COLUMN(last_error, "last_error"),
+	JS_JOB_COLUMN(error_class, "error_class"),
+	JS_JOB_COLUMN(reason, "reason"),
+	JS_JOB_COLUMN(deadline, "deadline"),
+	JS_JOB_COLUMN(max_attempts, "max_attempts"),
+	JS_JOB_COLUMN(budget, "budget"),
+	JS_JOB_COLUMN(slot[JS_SLOT_QUEUE], "queue_slot"),
+	JS_JOB_COLUMN(slot[JS_SLOT_RESOURCE], "resource_slot"),
+	JS_JOB_COLUMN(slot[JS_SLOT_KEY], "key_slot"),
+	JS_JOB_COLUMN(spent, "spent"),
+	JS_JOB_COLUMN(cancel_requested, "cancel_requested"),
+	JS_JOB_COLUMN(lease_expires_at, "lease_expires_at"),
+	JS_JOB_COLUMN(worker, "worker"),
+	JS_JOB_COLUMN(started_at, "started_at"),
+	JS_JOB_COLUMN(finished_at, "finished_at"),
+	JS_JOB_COLUMN(priority, "priority"),
+	JS_JOB_COLUMN(resource, "resource"),
+	JS_JOB_COLUMN(submitted_by, "submitted_by"),
+	JS_JOB_COLUMN(run_after, "run_after"),
+};
+
+static JsJobColumns js_cols;
+
+const JsJobColumns *
+JsJobColumnsFor(Relation rel)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	Oid			status_type;
+	int			i;
+
+	if (js_cols.relid == RelationGetRelid(rel))
+		return &js_cols;
+
+	JsFillColumns(rel, js_job_column_names, lengthof(js_job_column_names), &js_cols);
+	js_cols.submitted_by_oid =
+		TupleDescAttr(tupdesc, js_cols.submitted_by - 1)->atttypid == REGROLEOID;
+
+	status_type = TupleDescAttr(tupdesc, js_cols.status - 1)->atttypid;
+	for (i = 0; i < JS_NUM_STATUS; i++)
+	{
+		js_cols.status_oids[i] =
+			GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
+							ObjectIdGetDatum(status_type),
+							CStringGetDatum(js_status_names[i]));
+		if (!OidIsValid(js_cols.status_oids[i]))
+			elog(ERROR, "job_state: status \"%s\" is missing", js_status_names[i]);
+	}
+	js_cols.relid = RelationGetRelid(rel);
+	return &js_cols;
+}
+
+JsStatus
+JsTupleStatus(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc)
+{
+	bool		isnull;
+	Oid			label;
+	int			i;
+
+	label = DatumGetObjectId(heap_getattr(tuple, cols->status, tupdesc, &isnull));
+	for (i = 0; i < JS_NUM_STATUS; i++)
+		if (cols->status_oids[i] == label)
+			return (JsStatus) i;
+	elog(ERROR, "job_state: unexpected status label %u", label);
+	pg_unreachable();
+}
+
+int32
+JsTupleInt32(HeapTuple tuple, TupleDesc tupdesc, int attnum, bool *isnull)
+{
+	Datum		d = heap_getattr(tuple, attnum, tupdesc, isnull);
+
+	return *isnull ? 0 : DatumGetInt32(d);
+}
+
+int64
+JsTupleJobId(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc)
+{
+	bool		isnull;
+
+	return DatumGetInt64(heap_getattr(tuple, cols->id, tupdesc, &isnull));
+}
+
+/* same value, looking through TOAST when the raw datums differ */
+bool
+JsSameValue(HeapTuple a, HeapTuple b, TupleDesc tupdesc, int attnum)
+{
+	Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
+	bool		null_a;
+	bool		null_b;
+	Datum		da = heap_getattr(a, attnum, tupdesc, &null_a);
+	Datum		db = heap_getattr(b, attnum, tupdesc, &null_b);
+
+	if (null_a || null_b)
+		return null_a == null_b;
+	if (datumIsEqual(da, db, att->attbyval, att->attlen))
+		return true;
+	if (att->attlen == -1)
+	{
+		struct varlena *va = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(da));
+		struct varlena *vb = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(db));
+
+		return VARSIZE_ANY_EXHDR(va) == VARSIZE_ANY_EXHDR(vb) &&
+			memcmp(VARDATA_ANY(va), VARDATA_ANY(vb), VARSIZE_ANY_EXHDR(va)) == 0;
+	}
+	return false;
+}
+
+/* attribute numbers of job_state.queue, looked up once per relation */
+typedef struct JsQueueColumns
+{
+	Oid			relid;
+	int			id;
+	int			lease;
+	int			max_lease;
+	int			max_attempts;
+	int			paused;
+	int			concurrency_limit;
+	int			per_key_limit;
+	int			uses_resources;
+	int			retry_interval;
+	int			backoff_rate;
+	int			max_retries;
+	int			max_delay;
+	int			jitter;
+	int			acl;
+} JsQueueColumns;
+
+#define JS_QUEUE_COLUMN(field) {#field, offsetof(JsQueueColumns, field)}
+
+static const JsColumnName js_queue_column_names[] = {
+	JS_QUEUE_COLUMN(id),
+	JS_QUEUE_COLUMN(lease),
+	JS_QUEUE_COLUMN(max_lease),
+	JS_QUEUE_COLUMN(max_attempts),
+	JS_QUEUE_COLUMN(paused),
+	JS_QUEUE_COLUMN(concurrency_limit),
+	JS_QUEUE_COLUMN(per_key_limit),
+	JS_QUEUE_COLUMN(uses_resources),
+	JS_QUEUE_COLUMN(retry_interval),
+	JS_QUEUE_COLUMN(backoff_rate),
+	JS_QUEUE_COLUMN(max_retries),
+	JS_QUEUE_COLUMN(max_delay),
+	JS_QUEUE_COLUMN(jitter),
+};
+
+static JsQueueColumns js_queue_cols;
+
+static const JsQueueColumns *
+JsQueueColumnsFor(Relation rel)
+{
+	if (js_queue_cols.relid == RelationGetRelid(rel))
+		return &js_queue_cols;
+	JsFillColumns(rel, js_queue_column_names, lengthof(js_queue_column_names),
+				  &js_queue_cols);
+	/* 0.2.0 added it; under 0.1.0's table every queue is open */
+	js_queue_cols.acl = Max(SPI_fnumber(RelationGetDescr(rel), "acl"), 0);
+	js_queue_cols.relid = RelationGetRelid(rel);
+	return &js_queue_cols;
+}
+
+/*
+ * The row of queue (text) by the queue table's primary key, under the
+ * active snapshot: false when there is none.  The lease a claim gives is
+ * LEAST(COALESCE(asked, lease), max_lease).
+ */
+bool
+JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
+			JsQueueOptions *q)
+{
+	ScanKeyData key;
+	IndexScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(queuerel, NULL);
+	bool		found;
+
+	JsScanKey(&key, pkey, 1, BTEqualStrategyNumber, F_TEXTEQ,
+			  queue);
+	scan = JsIndexBeginScan(queuerel, pkey, GetActiveSnapshot(), 1);
+	index_rescan(scan, &key, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	if (found)
+	{
+		const JsQueueColumns *qc = JsQueueColumnsFor(queuerel);
+		bool		isnull;
+		Interval   *lease;
+		Interval   *max_lease;
+		bool		uses_resources;
+		text	   *jitter;
+		Datum		acl;
+
+		q->id = DatumGetInt32(slot_getattr(slot, qc->id, &isnull));
+		lease = DatumGetIntervalP(slot_getattr(slot, qc->lease, &isnull));
+		max_lease = DatumGetIntervalP(slot_getattr(slot, qc->max_lease, &isnull));
+		if (asked != NULL)
+			lease = asked;
+		q->lease = *DatumGetIntervalP(DirectFunctionCall2(interval_smaller,
+														  IntervalPGetDatum(lease),
+														  IntervalPGetDatum(max_lease)));
+		q->max_attempts = DatumGetInt32(slot_getattr(slot, qc->max_attempts, &isnull));
+		q->has_max_attempts = !isnull;
+		q->paused = DatumGetBool(slot_getattr(slot, qc->paused, &isnull));
+		q->queue_limit = DatumGetInt32(slot_getattr(slot, qc->concurrency_limit, &isnull));
+		q->has_queue_limit = !isnull;
+		q->key_limit = DatumGetInt32(slot_getattr(slot, qc->per_key_limit, &isnull));
+		q->has_key_limit = !isnull;
+		uses_resources = DatumGetBool(slot_getattr(slot, qc->uses_resources, &isnull));
+		q->limited = q->has_queue_limit || q->has_key_limit || uses_resources;
+		/* NOT NULL columns */
+		q->retry_interval = *DatumGetIntervalP(slot_getattr(slot, qc->retry_interval, &isnull));
+		q->backoff_rate = DatumGetFloat8(slot_getattr(slot, qc->backoff_rate, &isnull));
+		q->max_retries = DatumGetInt32(slot_getattr(slot, qc->max_retries, &isnull));
+		q->max_delay = *DatumGetIntervalP(slot_getattr(slot, qc->max_delay, &isnull));
+		jitter = DatumGetTextPP(slot_getattr(slot, qc->jitter, &isnull));
+		q->full_jitter = VARSIZE_ANY_EXHDR(jitter) == 4 &&
+			memcmp(VARDATA_ANY(jitter), "full", 4) == 0;
+		q->acl = NULL;
+		if (qc->acl > 0)
+		{
+			acl = slot_getattr(slot, qc->acl, &isnull);
+			if (!isnull)
+				q->acl = DatumGetAclPCopy(acl);
+		}
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	return found;
+}
+
+/*
+ * JsReadQueue under the latest snapshot, opening the relations itself: for
+ * privilege checks (acl.c) and a raw-SQL start's limits (limits.c).
+ */
+bool
+JsReadQueueLatest(Datum queue, JsQueueOptions *q)
+{
+	Relation	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
+	Relation	pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
+	bool		found;
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	found = JsReadQueue(queuerel, pkey, queue, NULL, q);
+	PopActiveSnapshot();
+	index_close(pkey, AccessShareLock);
+	table_close(queuerel, AccessShareLock);
+	return found;
+}
+
+/*
+ * The limits of resource name, for claim (limits.c): false when there is
+ * no such resource.  *limit is 0 when it has no concurrency_limit, *rate
+ * when it has no max_starts_per_second.  Read like a statement, after a
+ * command-counter step under a fresh snapshot, by the primary key.
+ */
+bool
+JsReadResourceLimits(const char *name, int32 *limit, double *rate)
+{
+	Relation	rel = table_open(JsOwnRelid("resource"), AccessShareLock);
+	Relation	pkey = index_open(JsOwnRelid("resource_pkey"), AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	ScanKeyData key;
+	IndexScanDesc scan;
+	bool		found;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	JsScanKey(&key, pkey, 1, BTEqualStrategyNumber, F_TEXTEQ,
+			  CStringGetTextDatum(name));
+	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 1);
+	index_rescan(scan, &key, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	if (found)
+	{
+		bool		isnull;
+		Datum		value;
+
+		value = slot_getattr(slot, JsColumnNumber(rel, "concurrency_limit"), &isnull);
+		*limit = isnull ? 0 : DatumGetInt32(value);
+		value = slot_getattr(slot, JsColumnNumber(rel, "max_starts_per_second"), &isnull);
+		*rate = isnull ? 0 : DatumGetFloat8(value);
+	}
+	PopActiveSnapshot();
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(pkey, NoLock);
+	table_close(rel, NoLock);
+	return found;
+}
+
+bytea *
+JsInputHash(Jsonb *input)
+{
+	char	   *text = JsonbToCString(NULL, &input->root, VARSIZE(input));
+	bytea	   *hash = palloc(VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+
+	if (ctx == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	if (pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (uint8 *) text, strlen(text)) < 0 ||
+		pg_cryptohash_final(ctx, (uint8 *) VARDATA(hash), PG_SHA256_DIGEST_LENGTH) < 0)
+	{
+		pg_cryptohash_free(ctx);
+		elog(ERROR, "job_state: could not hash the job input");
+	}
+	pg_cryptohash_free(ctx);
+	SET_VARSIZE(hash, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+	pfree(text);
+	return hash;
+}
+
+#define JS_EVENT_COLUMN(field) {#field, offsetof(JsEventColumns, field)}
+
+static const JsColumnName js_event_column_names[] = {
+	JS_EVENT_COLUMN(queue),
+	JS_EVENT_COLUMN(job_id),
+	JS_EVENT_COLUMN(seq),
+	JS_EVENT_COLUMN(from_status),
+	JS_EVENT_COLUMN(to_status),
+	JS_EVENT_COLUMN(generation),
+	JS_EVENT_COLUMN(at),
+	JS_EVENT_COLUMN(detail),
+};
+
+static JsEventColumns js_event_cols;
+
+const JsEventColumns *
+JsEventColumnsFor(Relation rel)
+{
+	if (js_event_cols.relid == RelationGetRelid(rel))
+		return &js_event_cols;
+	JsFillColumns(rel, js_event_column_names, lengthof(js_event_column_names),
+				  &js_event_cols);
+	js_event_cols.relid = RelationGetRelid(rel);
+	return &js_event_cols;
+}
