@@ -218,9 +218,9 @@ JsPrivilegesArg(FunctionCallInfo fcinfo, int argno)
 	return mode;
 }
 
-/* the role named by grantee ("public" for PUBLIC): 42704 if there is none */
+/* the role named by argument argno ("public" for PUBLIC): 42704 if none */
 static Oid
-JsGranteeArg(FunctionCallInfo fcinfo, int argno)
+JsRoleArg(FunctionCallInfo fcinfo, int argno)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
 
@@ -253,7 +253,7 @@ JsChangeQueueAcl(FunctionCallInfo fcinfo, bool grant)
 	JsRefuseNull(fcinfo, 2, "privileges");
 	PreventCommandIfReadOnly(grant ? "grant_queue()" : "revoke_queue()");
 	queue = PG_GETARG_DATUM(0);
-	grantee = JsGranteeArg(fcinfo, 1);
+	grantee = JsRoleArg(fcinfo, 1);
 	mode = JsPrivilegesArg(fcinfo, 2);
 	owner = JsQueueOwner();
 
@@ -329,9 +329,5 @@ js_has_queue_privilege(PG_FUNCTION_ARGS)
 Datum
 js_has_queue_privilege_role(PG_FUNCTION_ARGS)
 {
-	char	   *role = text_to_cstring(PG_GETARG_TEXT_PP(0));
-
-	return JsHasQueuePrivilege(fcinfo,
-							   strcmp(role, "public") == 0 ? ACL_ID_PUBLIC :
-							   get_role_oid(role, false), 1);
+	return JsHasQueuePrivilege(fcinfo, JsRoleArg(fcinfo, 0), 1);
 }

@@ -18,7 +18,6 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 
 #include "job_state.h"
 #include "tables.h"
@@ -64,8 +63,7 @@ JsOperableQueues(void)
 	ArrayType  *array;
 
 	/* before ALTER EXTENSION UPDATE to 0.2.0 there are no privileges */
-	if (superuser_arg(role) ||
-		get_attnum(JsOwnRelid("queue"), "acl") == InvalidAttrNumber)
+	if (superuser_arg(role) || !JsQueueHasAcl())
 		return (Datum) 0;
 	n = JsExecuteLatest(&queue_acls_plan, NULL, NULL, 0);
 	names = palloc(sizeof(Datum) * Max(n, 1));

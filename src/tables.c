@@ -43,6 +43,17 @@
 #include "rowwrite.h"
 
 /* a relation of job_state's own schema */
+/*
+ * Whether job_state.queue has its acl column (0.2.0 added it): until
+ * ALTER EXTENSION UPDATE runs, the library serves 0.1.0's tables, where
+ * every queue is open.
+ */
+bool
+JsQueueHasAcl(void)
+{
+	return get_attnum(JsOwnRelid("queue"), "acl") != InvalidAttrNumber;
+}
+
 Oid
 JsOwnRelid(const char *name)
 {

@@ -95,6 +95,7 @@ extern const JsEventColumns *JsEventColumnsFor(Relation rel);
 extern int	JsColumnNumber(Relation rel, const char *name);
 
 extern Oid	JsOwnRelid(const char *name);
+extern bool JsQueueHasAcl(void);
 
 /* a queue's options, as claim, fail and the privilege checks read them */
 typedef struct JsQueueOptions

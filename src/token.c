@@ -37,7 +37,6 @@
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "job_state.h"
@@ -279,8 +278,7 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 		Datum		acl_datum;
 		Oid			relid;
 
-		if (JsExecuteLatest(get_attnum(JsOwnRelid("queue"), "acl") != InvalidAttrNumber ?
-							&queue_name_plan : &queue_name_plan_0_1,
+		if (JsExecuteLatest(JsQueueHasAcl() ? &queue_name_plan : &queue_name_plan_0_1,
 							&arg, NULL, 1) != 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),

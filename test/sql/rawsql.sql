@@ -197,3 +197,15 @@ UPDATE job_state.job SET concurrency_key = (SELECT k FROM raw_keys)
 SELECT count(*) AS long_keys FROM job_state.job
  WHERE octet_length(idempotency_key) > 255 OR octet_length(concurrency_key) > 255;
 DROP TABLE raw_keys, raw_keys_c;
+-- a raw start spends a start token too: with one start a second allowed,
+-- the second raw start within the second is refused
+SELECT job_state.create_resource('raw_rated', max_starts_per_second => 1);
+SELECT job_state.create_queue('raw_rated_q');
+SELECT job_id AS r1 FROM job_state.submit('raw_rated_q', '{"n": 1}', resource => 'raw_rated') \gset
+SELECT job_id AS r2 FROM job_state.submit('raw_rated_q', '{"n": 2}', resource => 'raw_rated') \gset
+\set VERBOSITY terse
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min'
+ WHERE id = :r1 RETURNING status;
+UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min'
+ WHERE id = :r2 RETURNING status;
+\set VERBOSITY sqlstate

@@ -178,6 +178,8 @@ SELECT job_state.grant_queue('nope', 'regress_js_tenant_a', 'read');
 SELECT job_state.grant_queue(NULL, 'regress_js_tenant_a', 'read');
 SELECT job_state.has_queue_privilege('nope', 'read') IS NULL AS unknown_queue;
 SELECT job_state.has_queue_privilege('qa', 'write');
+SELECT job_state.has_queue_privilege('regress_js_no_such_role', 'qa', 'read');
+SELECT job_state.has_queue_privilege('public', 'qa', 'read') AS public_reads_qa;
 -- grant_queue is the owner's
 SET ROLE regress_js_tenant_a;
 SELECT job_state.grant_queue('qa', 'regress_js_tenant_b', 'read');
