@@ -85,11 +85,13 @@ $$;
 CREATE FUNCTION pg_temp.exhausted(b jsonb, s jsonb) RETURNS bool LANGUAGE sql AS $$
 	SELECT COALESCE(jsonb_typeof(b) = 'object' AND EXISTS (
 		SELECT FROM jsonb_each(b) e
-		WHERE jsonb_typeof(e.value) = 'number' AND
-			CASE WHEN jsonb_typeof(s) = 'object' AND s ? e.key
+		-- one CASE, so that no cast runs before its type is checked (the
+		-- planner may evaluate the operands of AND in any order)
+		WHERE CASE WHEN jsonb_typeof(e.value) <> 'number' THEN false
+			WHEN jsonb_typeof(s) = 'object' AND s ? e.key
 				THEN CASE WHEN jsonb_typeof(s -> e.key) <> 'number' THEN true
 					ELSE (s -> e.key)::numeric >= e.value::numeric END
-				ELSE 0 >= e.value::numeric END), false)
+			ELSE 0 >= e.value::numeric END), false)
 $$;
 -- a new spent: an object of numbers >= 0 that keeps every numeric meter of
 -- the old one at no smaller an amount
@@ -97,8 +99,8 @@ CREATE FUNCTION pg_temp.spent_update_ok(old jsonb, new jsonb) RETURNS bool LANGU
 	SELECT jsonb_typeof(new) = 'object'
 		AND NOT EXISTS (SELECT FROM jsonb_each(new) e WHERE NOT pg_temp.is_amount(e.value))
 		AND NOT EXISTS (SELECT FROM jsonb_each(old) o
-			WHERE jsonb_typeof(o.value) = 'number' AND
-				CASE WHEN jsonb_typeof(new -> o.key) = 'number'
+			WHERE CASE WHEN jsonb_typeof(o.value) <> 'number' THEN false
+				WHEN jsonb_typeof(new -> o.key) = 'number'
 					THEN (new -> o.key)::numeric < o.value::numeric ELSE true END)
 $$;
 
