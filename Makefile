@@ -12,6 +12,7 @@ OBJS = \
 	src/submit.o \
 	src/claim.o \
 	src/claim_mark.o \
+	src/frontier.o \
 	src/take.o \
 	src/claim_limited.o \
 	src/lease.o \
@@ -64,44 +65,45 @@ include $(PGXS)
 # each object's own headers (PGXS does not track them): a header change
 # rebuilds exactly the objects that include it, directly or through
 # another header
-src/init.o: src/job_state.h src/errcodes.h src/claim_mark.h src/bgworker.h
+src/init.o: src/job_state.h src/errcodes.h src/claim_mark.h src/frontier.h src/bgworker.h
 src/job_state.o: src/job_state.h src/errcodes.h
 src/spi.o: src/job_state.h src/errcodes.h
-src/token.o: src/job_state.h src/errcodes.h src/tables.h src/token.h src/acl.h
-src/fsm.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h
-src/job_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h
-src/event.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h
+src/token.o: src/job_state.h src/errcodes.h src/tables.h src/token.h src/acl.h src/frontier.h
+src/fsm.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h src/frontier.h
+src/job_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h src/frontier.h
+src/event.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/frontier.h
 src/rowwrite.o: src/job_state.h src/errcodes.h src/rowwrite.h
-src/submit.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h src/bgworker.h
-src/claim.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/take.h src/claim_mark.h src/token.h src/acl.h
-src/claim_mark.o: src/job_state.h src/errcodes.h src/claim_mark.h
-src/take.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/take.h src/claim_mark.h src/token.h
-src/claim_limited.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/take.h src/claim_mark.h
-src/lease.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h
-src/complete.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/token.h
-src/operator.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h
-src/retry.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h
-src/budget.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/token.h
-src/meter.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h
+src/submit.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h src/bgworker.h src/frontier.h
+src/claim.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/take.h src/claim_mark.h src/frontier.h src/token.h src/acl.h
+src/claim_mark.o: src/job_state.h src/errcodes.h src/claim_mark.h src/frontier.h
+src/frontier.o: src/job_state.h src/errcodes.h src/frontier.h
+src/take.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/take.h src/claim_mark.h src/frontier.h src/token.h
+src/claim_limited.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/take.h src/claim_mark.h src/frontier.h
+src/lease.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/frontier.h
+src/complete.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/token.h src/frontier.h
+src/operator.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h src/frontier.h
+src/retry.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/frontier.h
+src/budget.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/token.h src/frontier.h
+src/meter.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/frontier.h
 src/fence.o: src/job_state.h src/errcodes.h src/rowwrite.h src/token.h
 src/queue.o: src/job_state.h src/errcodes.h src/acl.h
-src/queue_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h
-src/resource.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h
-src/bucket.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/slots.h
-src/sweeper.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/cron.h src/bgworker.h
+src/queue_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/frontier.h
+src/resource.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/frontier.h
+src/bucket.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/slots.h src/frontier.h
+src/sweeper.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/cron.h src/bgworker.h src/frontier.h
 src/notify.o: src/job_state.h src/errcodes.h src/bgworker.h
 src/bgworker.o: src/job_state.h src/errcodes.h src/bgworker.h
 src/cron.o: src/job_state.h src/errcodes.h src/cron.h
 src/schedule.o: src/job_state.h src/errcodes.h src/acl.h src/cron.h
-src/purge.o: src/job_state.h src/errcodes.h src/tables.h src/acl.h
+src/purge.o: src/job_state.h src/errcodes.h src/tables.h src/acl.h src/frontier.h
 src/operation.o: src/job_state.h src/errcodes.h src/token.h
-src/limits.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h
-src/slot.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/slots.h
+src/limits.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/frontier.h
+src/slot.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/slots.h src/frontier.h
 src/namecheck.o: src/job_state.h src/errcodes.h
 src/drop_guard.o: src/job_state.h src/errcodes.h
-src/acl.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/acl.h
+src/acl.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/acl.h src/frontier.h
 src/util.o: src/job_state.h src/errcodes.h
-src/tables.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h
+src/tables.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/frontier.h
 
 # ---- release archive for PGXN --------------------------------------------
 # make dist: job_state-<version>.zip of the files tracked in git at HEAD,

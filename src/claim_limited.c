@@ -188,6 +188,7 @@ JsTakeCandidates(JsLimitedClaim *lc, const JsCandidate *cands, int ncand)
 						  rated.rate > 0 ? JsTakeTokenFor : NULL, &rated, &taken))
 		{
 			case JS_TAKE_SKIPPED:
+			case JS_TAKE_HELD:
 				JsLimitedMark(lc, c);
 				continue;
 			case JS_TAKE_THROTTLED:

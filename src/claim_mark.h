@@ -13,13 +13,7 @@
 #include "datatype/timestamp.h"
 
 #include "job_state.h"
-
-typedef struct JsClaimKey		/* a job's key in the ready index */
-{
-	int32		priority;
-	TimestampTz run_after;
-	int64		id;
-} JsClaimKey;
+#include "frontier.h"			/* JsClaimKey */
 
 extern void JsClaimMarkInit(void);
 extern bool JsClaimMarkGet(const char *queue, TimestampTz now, JsClaimKey *mark);

@@ -566,6 +566,11 @@ js_job_fsm_trigger(PG_FUNCTION_ARGS)
 	if (!TRIGGER_FIRED_BEFORE(event) || !TRIGGER_FIRED_FOR_ROW(event))
 		elog(ERROR, "job_state_fsm: must be fired before row");
 
+	/* a deleted ready job is ready again if the delete rolls back */
+	if (TRIGGER_FIRED_BY_DELETE(event))
+		JsNoteReadiness(JsJobColumnsFor(trigdata->tg_relation), trigdata->tg_relation,
+						trigdata->tg_trigtuple, NULL);
+
 	if (js_restore)
 		return PointerGetDatum(TRIGGER_FIRED_BY_DELETE(event) ?
 							   trigdata->tg_trigtuple :

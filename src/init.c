@@ -5,8 +5,10 @@
  *	  file, which is why it is a file of its own.
  *
  * It defines the GUCs (job_state.c), sets up the claim marks' cache
- * (claim_mark.c) and, only while shared_preload_libraries is processed,
- * registers the sweeper and the notifier (bgworker.h).  No SPI, no locks.
+ * (claim_mark.c) and the frontiers' transaction callbacks (frontier.c)
+ * and, only while shared_preload_libraries is processed, requests the
+ * frontiers' shared memory and registers the sweeper and the notifier
+ * (bgworker.h).  No SPI, no locks.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,6 +18,7 @@
 
 #include "job_state.h"
 #include "claim_mark.h"
+#include "frontier.h"
 #include "bgworker.h"
 
 void		_PG_init(void);
@@ -27,8 +30,10 @@ _PG_init(void)
 
 	JsDefineGucs(preloading);
 	JsClaimMarkInit();
+	JsFrontierInit();
 	if (preloading)
 	{
+		JsFrontierRegister();
 		JsRegisterSweeper();
 		JsRegisterNotifier();
 	}

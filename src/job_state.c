@@ -28,6 +28,7 @@ int			js_sweep_interval = 1000;
 char	   *js_database = NULL;
 bool		js_check_statement_names = false;
 int			js_claim_rescan_interval = 1000;
+int			js_claim_frontiers = 64;
 
 static const struct config_enum_entry js_notify_options[] = {
 	{"on", JS_NOTIFY_ON, false},
@@ -125,6 +126,14 @@ JsDefineGucs(bool preloading)
 								   PGC_POSTMASTER,
 								   0,
 								   NULL, NULL, NULL);
+		DefineCustomIntVariable("job_state.claim_frontiers",
+								"Queues whose claim frontier is kept in shared memory.",
+								"A queue's frontier lets every claim start where the last claims stopped instead of at the head of its ready index (dead entries a pinned xmin horizon keeps).  Queues beyond this many take over the frontier used longest ago.  0: no shared memory; claims resume at per-session marks.",
+								&js_claim_frontiers,
+								64, 0, 10000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
 		DefineCustomIntVariable("job_state.notify_interval",
 								"Shortest time between two rounds of the notifier worker.",
 								"Wake-ups of new jobs that come during it are sent together after it, one NOTIFY per queue.  0 sends each round at once.",

@@ -67,7 +67,8 @@ extern bool js_drop_live_jobs;	/* drop_guard.c */
 extern int	js_sweep_interval;	/* sweeper.c */
 extern char *js_database;		/* bgworker.c */
 extern bool js_check_statement_names;	/* namecheck.c */
-extern int	js_claim_rescan_interval;	/* claim_mark.c */
+extern int	js_claim_rescan_interval;	/* claim_mark.c, frontier.c */
+extern int	js_claim_frontiers;	/* frontier.c */
 extern void JsDefineGucs(bool preloading);
 
 /*

@@ -9,7 +9,9 @@
  * concurrency slots of a job that left running (slot.c), and has a job
  * that names a resource or a concurrency key counted by its limits
  * (limits.c: the resource must exist, the queue is marked for the
- * slot-taking claim, a new key gets its slots).  TRUNCATE of job or
+ * slot-taking claim, a new key gets its slots), and notes where a job
+ * becomes or stops being ready for the queue's claim frontier
+ * (frontier.c).  TRUNCATE of job or
  * job_event is refused while live jobs exist; job_event takes no UPDATE
  * and no DELETE outside purge().  job_state.restore (superuser only) lets
  * a dump be replayed.
@@ -121,6 +123,11 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 	tupdesc = RelationGetDescr(trigdata->tg_relation);
 	newtup = TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
 	to = JsTupleStatus(cols, newtup, tupdesc);
+
+	/* the final rows, as written: what the queue's frontier learns of */
+	JsNoteReadiness(cols, trigdata->tg_relation,
+					TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_trigtuple : NULL,
+					newtup);
 
 	/* the BEFORE trigger cleared the slot numbers when the job left running */
 	if (TRIGGER_FIRED_BY_UPDATE(event) && to != JS_RUNNING && !js_restore)

@@ -264,12 +264,13 @@ JsRowWriterEnd(JsRowWriter *w)
  * row.  Under READ COMMITTED a row updated since the snapshot is followed
  * to its newest version, which the caller re-checks (as an UPDATE
  * re-checks its WHERE clause); under REPEATABLE READ and SERIALIZABLE that
- * is a serialization failure.  False when the row is to be skipped: locked
- * by another (LockWaitSkip), gone, or already changed by this command.
+ * is a serialization failure.  JS_ROW_HELD when another transaction holds
+ * the row (LockWaitSkip), JS_ROW_GONE when it is gone or was already
+ * changed by this command.
  */
-bool
-JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
-		  LockWaitPolicy wait)
+JsRowLock
+JsLockRowFor(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
+			 LockWaitPolicy wait)
 {
 	TM_Result	result;
 
@@ -279,10 +280,11 @@ JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 	switch (result)
 	{
 		case TM_Ok:
-			return true;
+			return JS_ROW_LOCKED;
 		case TM_WouldBlock:
+			return JS_ROW_HELD;
 		case TM_SelfModified:
-			return false;
+			return JS_ROW_GONE;
 		case TM_Updated:
 			if (IsolationUsesXactSnapshot())
 				ereport(ERROR,
@@ -294,12 +296,20 @@ JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 				ereport(ERROR,
 						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 						 errmsg("could not serialize access due to concurrent delete")));
-			return false;
+			return JS_ROW_GONE;
 		default:
 			break;
 	}
 	elog(ERROR, "job_state: unexpected result %d locking a row", (int) result);
 	pg_unreachable();
+}
+
+/* JsLockRowFor, true when locked: skipped rows need no reason */
+bool
+JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
+		  LockWaitPolicy wait)
+{
+	return JsLockRowFor(w, tid, slot, wait) == JS_ROW_LOCKED;
 }
 
 /*

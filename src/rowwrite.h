@@ -83,6 +83,15 @@ extern void JsScanKey(ScanKey key, Relation index, AttrNumber attno,
 					  StrategyNumber strategy, RegProcedure proc, Datum arg);
 extern TM_Result JsLockTuple(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 							 CommandId cid, LockWaitPolicy wait, int flags);
+typedef enum JsRowLock
+{
+	JS_ROW_LOCKED,				/* locked, into the slot */
+	JS_ROW_HELD,				/* another transaction holds it (skipped) */
+	JS_ROW_GONE					/* deleted, or changed by this command */
+} JsRowLock;
+
+extern JsRowLock JsLockRowFor(JsRowWriter *w, ItemPointer tid,
+							  TupleTableSlot *slot, LockWaitPolicy wait);
 extern bool JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 					  LockWaitPolicy wait);
 extern bool JsFindJob(Relation rel, Relation pkey, Datum queue, Datum id,

@@ -40,6 +40,7 @@
 
 #include "job_state.h"
 #include "tables.h"
+#include "frontier.h"
 #include "rowwrite.h"
 
 /* a relation of job_state's own schema */
@@ -198,6 +199,64 @@ JsTupleJobId(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc)
 	bool		isnull;
 
 	return DatumGetInt64(heap_getattr(tuple, cols->id, tupdesc, &isnull));
+}
+
+/*
+ * Is the job of tuple ready to be claimed (accepted; its run_after may
+ * still lie ahead), and at which key of the ready index?  The frontiers'
+ * events are made of this (frontier.c).
+ */
+bool
+JsTupleReadyKey(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc,
+				JsClaimKey *key)
+{
+	bool		isnull;
+
+	if (JsTupleStatus(cols, tuple, tupdesc) != JS_ACCEPTED)
+		return false;
+	key->priority = JsTupleInt32(tuple, tupdesc, cols->priority, &isnull);
+	key->run_after = DatumGetTimestampTz(heap_getattr(tuple, cols->run_after, tupdesc, &isnull));
+	key->id = JsTupleJobId(cols, tuple, tupdesc);
+	return true;
+}
+
+/*
+ * Note the changes of a job's readiness for the queue's frontier: oldtup
+ * (NULL for an insert) stops being ready, newtup (NULL for a delete)
+ * becomes ready, unless both are ready at the same key.
+ */
+void
+JsNoteReadiness(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
+				HeapTuple newtup)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	JsClaimKey	oldkey;
+	JsClaimKey	newkey;
+	bool		old_ready;
+	bool		new_ready;
+	bool		isnull;
+
+	if (!JsFrontierEnabled())
+		return;
+	old_ready = oldtup != NULL && JsTupleReadyKey(cols, oldtup, tupdesc, &oldkey);
+	new_ready = newtup != NULL && JsTupleReadyKey(cols, newtup, tupdesc, &newkey);
+	if (old_ready && new_ready && JsClaimKeyCmp(&oldkey, &newkey) == 0 &&
+		JsSameValue(oldtup, newtup, tupdesc, cols->queue))
+		return;
+	if (old_ready)
+	{
+		char	   *queue = TextDatumGetCString(heap_getattr(oldtup, cols->queue, tupdesc, &isnull));
+
+		JsFrontierNoteLeft(RelationGetRelid(rel), queue, &oldkey);
+		pfree(queue);
+	}
+	if (new_ready)
+	{
+		char	   *queue = TextDatumGetCString(heap_getattr(newtup, cols->queue, tupdesc, &isnull));
+
+		JsFrontierNoteReady(RelationGetRelid(rel), queue, &newkey);
+		pfree(queue);
+	}
 }
 
 /* same value, looking through TOAST when the raw datums differ */

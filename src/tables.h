@@ -15,6 +15,7 @@
 #include "utils/relcache.h"
 
 #include "job_state.h"
+#include "frontier.h"
 
 /*
  * The three kinds of concurrency limit, in the order claim takes their
@@ -74,6 +75,10 @@ extern bool JsStatusFinished(JsStatus s);
 extern JsStatus JsTupleStatus(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc);
 extern int32 JsTupleInt32(HeapTuple tuple, TupleDesc tupdesc, int attnum, bool *isnull);
 extern int64 JsTupleJobId(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc);
+extern bool JsTupleReadyKey(const JsJobColumns *cols, HeapTuple tuple,
+							TupleDesc tupdesc, JsClaimKey *key);
+extern void JsNoteReadiness(const JsJobColumns *cols, Relation rel,
+							HeapTuple oldtup, HeapTuple newtup);
 extern bool JsSameValue(HeapTuple a, HeapTuple b, TupleDesc tupdesc, int attnum);
 
 /* attribute numbers of job_event, looked up once per relation */

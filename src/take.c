@@ -46,6 +46,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/itup.h"
 #include "access/nbtree.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -67,6 +68,7 @@
 #include "rowwrite.h"
 #include "rules.h"
 #include "take.h"
+#include "frontier.h"
 #include "token.h"
 
 /* one step of taking jobs: the writer and its slots */
@@ -195,8 +197,15 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
 	int			kind;
 
 	/* SKIP LOCKED: a job another claimer holds is passed over */
-	if (!JsLockRow(w, &tid, locked, LockWaitSkip))
-		return JS_TAKE_SKIPPED;
+	switch (JsLockRowFor(w, &tid, locked, LockWaitSkip))
+	{
+		case JS_ROW_LOCKED:
+			break;
+		case JS_ROW_HELD:
+			return JS_TAKE_HELD;
+		case JS_ROW_GONE:
+			return JS_TAKE_SKIPPED;
+	}
 
 	/* the locked version may be newer than the one scanned: check it again */
 	JsRowWriterCopy(newslot, locked);
@@ -321,21 +330,63 @@ JsReadyScans(JsTake *t, const JsTakeArgs *args, JsReadyScan *scans)
 	return n;
 }
 
-/* walk one ready-index scan, taking up to room jobs into out */
+/* the key of the index entry the scan is on (its index tuple) */
+static void
+JsScanKeyOf(IndexScanDesc scan, JsClaimKey *key)
+{
+	bool		isnull;
+
+	key->priority = DatumGetInt32(index_getattr(scan->xs_itup, 2, scan->xs_itupdesc, &isnull));
+	key->run_after = DatumGetTimestampTz(index_getattr(scan->xs_itup, 3, scan->xs_itupdesc, &isnull));
+	key->id = DatumGetInt64(index_getattr(scan->xs_itup, 4, scan->xs_itupdesc, &isnull));
+}
+
+/*
+ * Walk one ready-index scan, taking up to room jobs into out.  It reads
+ * entry by entry (index_getnext_slot's loop, with the index tuples kept)
+ * so that run can note the key of every entry read, visible or not, until
+ * one is held by another transaction.
+ */
 static int
 JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
-			   JsReadyScan *rs, int room, JsTaken *out)
+			   JsReadyScan *rs, int room, JsTaken *out, JsTakeRun *run)
 {
 	IndexScanDesc scan;
 	int			taken = 0;
+	bool		unbroken = true;
+	JsClaimKey	key;
 
+	run->have = false;
 	scan = JsIndexBeginScan(t->job, t->ready, GetActiveSnapshot(), rs->nkeys);
+	scan->xs_want_itup = true;
 	index_rescan(scan, rs->keys, rs->nkeys, NULL, 0);
-	while (taken < room &&
-		   index_getnext_slot(scan, ForwardScanDirection, t->scanslot))
+	while (taken < room)
 	{
-		if (JsTakeOne(t, args, step, NULL, NULL, NULL, NULL, &out[taken]) == JS_TAKE_TAKEN)
-			taken++;
+		if (!scan->xs_heap_continue)
+		{
+			if (index_getnext_tid(scan, ForwardScanDirection) == NULL)
+				break;
+			JsScanKeyOf(scan, &key);
+		}
+		if (index_fetch_heap(scan, t->scanslot))
+		{
+			switch (JsTakeOne(t, args, step, NULL, NULL, NULL, NULL, &out[taken]))
+			{
+				case JS_TAKE_TAKEN:
+					taken++;
+					break;
+				case JS_TAKE_HELD:
+					unbroken = false;
+					break;
+				default:
+					break;
+			}
+		}
+		if (unbroken)
+		{
+			run->have = true;
+			run->end = key;
+		}
 		CHECK_FOR_INTERRUPTS();
 	}
 	index_endscan(scan);
@@ -347,22 +398,33 @@ JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
  * head of the ready index or resuming after args->mark.  Fills out (room
  * for args->asked entries) and returns how many were taken (started, or
  * failed as used up).  *expiry_due tells whether a lease in the queue has
- * run out (by args->now).
+ * run out (by args->now).  *run is what the walk accounted for: in the
+ * mark's priority if that scan read any entry, else in the last scan that
+ * did.
  */
 int
-JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due)
+JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due,
+			JsTakeRun *run)
 {
 	JsTakeStep	step;
 	JsReadyScan scans[3];
+	JsTakeRun	runs[3];
 	int			nscans;
 	int			taken = 0;
 	int			i;
 
 	JsRowWriterBeginUpdate(&step.w, t->job, &step.locked, &step.newslot);
 	nscans = JsReadyScans(t, args, scans);
+	run->have = false;
 	for (i = 0; i < nscans && taken < args->asked; i++)
+	{
 		taken += JsTakeFromScan(t, args, &step, &scans[i],
-								args->asked - taken, out + taken);
+								args->asked - taken, out + taken, &runs[i]);
+		if (runs[i].have &&
+			!(run->have && args->mark != NULL &&
+			  run->end.priority == args->mark->priority))
+			*run = runs[i];
+	}
 
 	*expiry_due = JsLeaseExpiryDue(t, args->queue, args->now);
 
@@ -487,16 +549,31 @@ JsReturnClaimed(ReturnSetInfo *rsinfo, const JsTaken *taken, int32 queue_id)
 
 /*
  * The plain claim, for queues without limits: take up to max_jobs ready
- * jobs of the queue, resuming after this session's mark in the queue
- * (claim_mark.c) when it has one.  A pass looks again from the head of the
- * queue when the resumed walk came back short (jobs may be ready behind the
- * mark) or when leases ran out (their expiry, lease.c, may requeue jobs,
- * also behind the mark); another pass runs when jobs turned out used up
- * and left room.  Each started job is one output row; t is closed and the
- * mark left for the next claim.
+ * jobs of the queue, resuming after the queue's shared frontier
+ * (frontier.c) or, without one, after this session's mark in the queue
+ * (claim_mark.c).  A pass looks again from the head of the queue when
+ * leases ran out (their expiry, lease.c, may requeue jobs behind where it
+ * resumed) and, resuming at a session mark, when the resumed walk came
+ * back short (jobs may be ready behind the mark; a frontier has none);
+ * another pass runs when jobs turned out used up and left room.  Each
+ * started job is one output row; t is closed and the frontier or the mark
+ * left for the next claim.
  */
 /* bound on the passes one claim makes (used-up jobs, expiry rounds) */
 #define JS_CLAIM_MAX_PASSES 16
+
+/* where a claim call resumes, and what it leaves for the next one */
+typedef struct JsResume
+{
+	bool		shared;			/* at the frontier, else at the session mark */
+	JsFrontierTicket ticket;
+	bool		have;			/* shared: resume after key */
+	JsClaimKey	key;
+	bool		moved;			/* shared: key was accounted for by this call */
+	bool		from_head;		/* session mark: a pass looked from the head */
+	bool		have_last;		/* session mark: the last job taken */
+	JsClaimKey	last;
+} JsResume;
 
 void
 JsClaimReady(JsTake *t, const char *queue, Datum queue_datum, Datum worker,
@@ -506,18 +583,24 @@ JsClaimReady(JsTake *t, const char *queue, Datum queue_datum, Datum worker,
 	JsTaken    *taken;
 	int			claimed = 0;
 	int			passes = 0;
-	bool		from_head = false;
-	JsClaimKey	last;
-	bool		have_last = false;
+	JsResume	r = {0};
 	Oid			job_relid = RelationGetRelid(t->job);
 
 	taken = palloc(sizeof(JsTaken) * max_jobs);
+
+	/* the frontier is read before the snapshot of the walk is taken */
+	r.shared = JsFrontierBegin(job_relid, queue, &r.ticket);
+	r.have = r.shared && r.ticket.have;
+	if (r.have)
+		r.key = r.ticket.frontier;
+
 	for (;;)
 	{
 		JsTakeArgs	args;
 		JsClaimKey	mark;
-		bool		resumed;
+		bool		resumed = false;
 		bool		expiry_due;
+		JsTakeRun	run;
 		int			n;
 		int			i;
 		int			used_up = 0;
@@ -528,16 +611,27 @@ JsClaimReady(JsTake *t, const char *queue, Datum queue_datum, Datum worker,
 		args.now = GetCurrentTimestamp();
 		args.asked = q->paused ? 0 : max_jobs - claimed;
 		args.after_mark_only = false;
-
-		/*
-		 * Resume after this session's mark unless an earlier pass of this
-		 * call already looked from the head.
-		 */
-		resumed = !from_head && JsClaimMarkGet(queue, args.now, &mark);
-		if (!resumed)
-			from_head = true;
-		args.mark = resumed ? &mark : NULL;
-		n = JsTakeReady(t, &args, taken, &expiry_due);
+		if (r.shared)
+		{
+			args.mark = r.have ? &r.key : NULL;
+			CommandCounterIncrement();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			n = JsTakeReady(t, &args, taken, &expiry_due, &run);
+			PopActiveSnapshot();
+			if (run.have)
+			{
+				r.have = r.moved = true;
+				r.key = run.end;
+			}
+		}
+		else
+		{
+			resumed = !r.from_head && JsClaimMarkGet(queue, args.now, &mark);
+			if (!resumed)
+				r.from_head = true;
+			args.mark = resumed ? &mark : NULL;
+			n = JsTakeReady(t, &args, taken, &expiry_due, &run);
+		}
 
 		for (i = 0; i < n; i++)
 		{
@@ -557,21 +651,34 @@ JsClaimReady(JsTake *t, const char *queue, Datum queue_datum, Datum worker,
 		 */
 		if (n > 0)
 		{
-			last = taken[n - 1].key;
-			have_last = true;
+			r.last = taken[n - 1].key;
+			r.have_last = true;
 		}
 
 		if (expiry_due)
 			JsExpireLeases(queue);
 		if (claimed >= max_jobs || ++passes > JS_CLAIM_MAX_PASSES)
 			break;
-		if (expiry_due || (resumed && n < args.asked))
-			from_head = true;
+		if (expiry_due)
+		{
+			/* requeued jobs may lie anywhere: from the head */
+			r.from_head = true;
+			r.have = false;
+			r.moved = false;
+		}
+		else if (resumed && n < args.asked)
+			r.from_head = true;
 		else if (used_up == 0)
 			break;
 	}
 
 	JsTakeClose(t);
-	JsClaimMarkSet(job_relid, queue, started, from_head,
-				   have_last ? &last : NULL);
+	if (r.shared)
+	{
+		if (r.moved)
+			JsFrontierPropose(&r.ticket, &r.key);
+	}
+	else
+		JsClaimMarkSet(job_relid, queue, started, r.from_head,
+					   r.have_last ? &r.last : NULL);
 }

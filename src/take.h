@@ -44,6 +44,17 @@ typedef struct JsTakeArgs
 									 * above the mark's */
 } JsTakeArgs;
 
+/*
+ * What a walk of the ready index accounted for (frontier.c): the key of
+ * the last entry it read in an unbroken run from the start of a scan, no
+ * entry of which another transaction held.
+ */
+typedef struct JsTakeRun
+{
+	bool		have;
+	JsClaimKey	end;
+} JsTakeRun;
+
 typedef struct JsTaken
 {
 	int64		job_id;
@@ -58,7 +69,8 @@ typedef struct JsTaken
 
 typedef enum JsTakeResult
 {
-	JS_TAKE_SKIPPED,			/* locked by another claimer, gone, not ready */
+	JS_TAKE_SKIPPED,			/* gone, or not ready */
+	JS_TAKE_HELD,				/* held by another transaction (SKIP LOCKED) */
 	JS_TAKE_THROTTLED,			/* may_start said no; left locked */
 	JS_TAKE_TAKEN				/* started, or failed as used up */
 } JsTakeResult;
@@ -74,7 +86,8 @@ typedef struct JsCandidate
 extern void JsTakeOpen(JsTake *t);
 extern void JsTakeClose(JsTake *t);
 extern bool JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q);
-extern int	JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due);
+extern int	JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out,
+						bool *expiry_due, JsTakeRun *run);
 extern void JsClaimReady(JsTake *t, const char *queue, Datum queue_datum,
 						 Datum worker, const JsQueueOptions *q, int32 max_jobs,
 						 TimestampTz started, ReturnSetInfo *rsinfo);

@@ -1,6 +1,9 @@
 -- claim resumes after this session's last claim in a queue (the mark), and
 -- finds jobs behind the mark again: when the resumed scan comes back short,
 -- after job_state.claim_rescan_interval, after a rollback
+-- (without shared_preload_libraries: resume.out; with job_state preloaded
+-- every claim starts at the queue's shared frontier instead, which nothing
+-- ready is ever behind, so the order is strict: resume_1.out)
 \getenv abs_srcdir PG_ABS_SRCDIR
 \i :abs_srcdir/sql/include/fresh_extension.sql
 \set VERBOSITY sqlstate
