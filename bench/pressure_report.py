@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""bench/pressure_report.py OUTDIR: the pressure suite's report (markdown on
+stdout) and OUTDIR/pressure_slices.tsv, from the raw files bench/run writes
+per run (OUTDIR/raw/pressure_<scenario>_<system>.*):
+
+  .phases.tsv   start of the run (epoch us), phase lengths, offered rate, ...
+  .samples.tsv  the sampler, one line every 5 s: DB clock, pg_stat_user_tables
+                (n_live_tup, n_dead_tup, vacuums) of the job table,
+                idx_tup_read of its ready index, sizes, horizon age, and
+                /proc/stat (time, busy ticks, steal ticks, cluster ticks, ticks
+                of the live pgbench processes)
+  .slices.tsv   per slice (between consecutive samples), from the rows' own
+                timestamps after the run: inserted, claimed, completed,
+                pickup latency p50 / p95 / max in ms of the jobs claimed in it
+  .bytes.tsv    relation, kind, bytes, rows in the job table, after the run
+  .producer.log pgbench -R of the producer (its 5-s lag)
+
+A slice belongs to the phase its middle falls in.  Per phase (see
+bench/README.md, "Pressure"):
+  offered jobs/s    the producer's -R rate; offered jobs = rate x phase seconds
+  inserted jobs/s   rows created in the phase's slices / phase seconds
+  completed jobs/s  rows that reached done / succeeded in them / phase seconds
+  completed/offered completed / offered jobs
+  pickup p95        median of the slices' p95 (slices with claims), and the worst
+  entries per claim the phase's idx_tup_read delta of the ready index / its claims
+  max depth         most rows waiting (inserted - claimed since the start) at
+                    the end of a slice
+  dead, sizes       at the phase's last sample
+Recovery: seconds from the end of pressure to the start of the first slice of
+the recovery phase whose p95 is at most max(1.5 x clean median p95, clean
+median p95 + 10 ms) and whose next slice is too.
+"""
+import csv
+import os
+import re
+import statistics
+import sys
+
+out = sys.argv[1]
+RAW = os.path.join(out, "raw")
+SYSTEMS = ["floor", "job_state"]
+MIN_SLICE = 2.5  # seconds; shorter slices give no latency figures
+SCEN_TEXT = {
+    "idle": "one session `BEGIN; SELECT txid_current();` then idle in transaction",
+    "rr": "4 sessions `BEGIN ISOLATION LEVEL REPEATABLE READ`, then `count(*)` of the job table over and over in that transaction",
+}
+SAMPLE_COLS = ["t", "live", "dead", "vacuums", "idx_read", "heap", "idx", "total", "hist", "horizon",
+               "ctime", "busy", "steal", "ours", "clients"]
+
+
+def fnum(x):
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        pass
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def fmt(x, nd=0):
+    if x is None:
+        return "-"
+    return f"{x:,.{nd}f}"
+
+
+def mb(x):
+    return None if x is None else x / 1048576.0
+
+
+def ratio(a, b, nd=2):
+    if a is None or b is None or b == 0:
+        return "-"
+    return f"{a / b:,.{nd}f}"
+
+
+def load_run(tag):
+    p = os.path.join(RAW, tag)
+    if not os.path.exists(p + ".phases.tsv"):
+        return None
+    ph = {}
+    for line in open(p + ".phases.tsv"):
+        k, v = line.rstrip("\n").split("\t", 1)
+        ph[k] = v
+    base = int(ph["base_us"]) / 1e6
+    c, pr, rc = int(ph["clean"]), int(ph["pressure"]), int(ph["recovery"])
+    rate, hz, nproc = float(ph["rate"]), float(ph["hz"]), int(ph["nproc"])
+    samples = []
+    if os.path.exists(p + ".samples.tsv"):
+        for line in open(p + ".samples.tsv"):
+            f = line.rstrip("\n").split("\t")
+            if len(f) != len(SAMPLE_COLS) or fnum(f[0]) is None:
+                continue
+            samples.append({k: fnum(v) for k, v in zip(SAMPLE_COLS, f)})
+    db = {}
+    if os.path.exists(p + ".slices.tsv"):
+        for line in open(p + ".slices.tsv"):
+            f = line.rstrip("\n").split("\t")
+            if len(f) == 7 and f[0].isdigit():
+                db[int(f[0])] = {"ins": int(f[1]), "claims": int(f[2]), "done": int(f[3]),
+                                 "p50": fnum(f[4]), "p95": fnum(f[5]), "max": fnum(f[6])}
+    lag = {}
+    if os.path.exists(p + ".producer.log"):
+        for line in open(p + ".producer.log"):
+            m = re.match(r"progress: ([\d.]+) s, ([\d.]+) tps.*?lag ([\d.]+) ms", line)
+            if m:
+                lag[int(round(float(m.group(1)) / 5.0)) - 1] = float(m.group(3))
+    slices = []
+    ins_cum = claims_cum = 0
+    for j in range(len(samples) - 1):
+        a, b = samples[j], samples[j + 1]
+        d = db.get(j + 1, {"ins": 0, "claims": 0, "done": 0, "p50": None, "p95": None, "max": None})
+        ins_cum += d["ins"]
+        claims_cum += d["claims"]
+        mid = (a["t"] + b["t"]) / 2 - base
+        phase = "clean" if mid < c else "pressure" if mid < c + pr else "recovery"
+        dur = b["t"] - a["t"]
+        cdur = b["ctime"] - a["ctime"]
+        cap = cdur * hz * nproc if cdur > 0 else None
+        # live pgbench processes only: the slice in which they exit has no figure
+        cl = b["clients"] - a["clients"] if b["clients"] >= a["clients"] else None
+        idx_delta = b["idx_read"] - a["idx_read"]
+        slices.append({
+            "slice": j + 1, "t_start": a["t"] - base, "t_end": b["t"] - base, "secs": dur, "phase": phase,
+            "inserted": d["ins"], "claims": d["claims"], "completed": d["done"],
+            "p50_ms": d["p50"], "p95_ms": d["p95"], "max_ms": d["max"],
+            "depth": ins_cum - claims_cum,
+            "n_live_tup": b["live"], "n_dead_tup": b["dead"], "vacuums": b["vacuums"] - samples[0]["vacuums"],
+            "ready_idx_tup_read": idx_delta,
+            "entries_per_claim": idx_delta / d["claims"] if d["claims"] else None,
+            "heap_bytes": b["heap"], "index_bytes": b["idx"], "table_total_bytes": b["total"],
+            "history_total_bytes": b["hist"], "horizon_age_xids": b["horizon"],
+            "cpu_busy_pct": (b["busy"] - a["busy"]) / cap * 100 if cap else None,
+            "steal_pct": (b["steal"] - a["steal"]) / cap * 100 if cap else None,
+            "cluster_cpu_pct": (b["ours"] - a["ours"]) / cap * 100 if cap else None,
+            "clients_cpu_pct": cl / cap * 100 if cap and cl is not None else None,
+            "others_cpu_pct": max(0.0, (b["busy"] - a["busy"] - (b["ours"] - a["ours"]) - cl) / cap * 100)
+            if cap and cl is not None else None,
+            "producer_lag_ms": lag.get(j),
+        })
+    rels = []
+    if os.path.exists(p + ".bytes.tsv"):
+        for line in open(p + ".bytes.tsv"):
+            f = line.rstrip("\n").split("\t")
+            if len(f) == 4:
+                rels.append((f[0], f[1], int(f[2]), int(f[3])))
+    return {"phases": {"clean": c, "pressure": pr, "recovery": rc}, "rate": rate, "slices": slices,
+            "rels": rels, "pin_log": open(p + ".pin.log").read() if os.path.exists(p + ".pin.log") else "",
+            "consumers": ph.get("consumers"), "sessions": ph.get("sessions"), "nproc": nproc}
+
+
+def phase_stats(run, phase):
+    secs = run["phases"][phase]
+    ss = [s for s in run["slices"] if s["phase"] == phase]
+    if not ss:
+        return None
+    offered = run["rate"] * secs
+    ins = sum(s["inserted"] for s in ss)
+    done = sum(s["completed"] for s in ss)
+    claims = sum(s["claims"] for s in ss)
+    # the run's last slice (after the last 5-s sample, until pgbench has
+    # exited) is a fraction of a second: counted, but not a latency sample
+    full = [s for s in ss if s["secs"] >= MIN_SLICE]
+    p95s = [s["p95_ms"] for s in full if s["p95_ms"] is not None]
+    p50s = [s["p50_ms"] for s in full if s["p50_ms"] is not None]
+    maxs = [s["max_ms"] for s in ss if s["max_ms"] is not None]
+    last = ss[-1]
+    busy = [s["cpu_busy_pct"] for s in ss if s["cpu_busy_pct"] is not None]
+    steal = [s["steal_pct"] for s in ss if s["steal_pct"] is not None]
+    ours = [s["cluster_cpu_pct"] for s in ss if s["cluster_cpu_pct"] is not None]
+    clients = [s["clients_cpu_pct"] for s in ss if s["clients_cpu_pct"] is not None]
+    others = [s["others_cpu_pct"] for s in ss if s["others_cpu_pct"] is not None]
+    lags = [s["producer_lag_ms"] for s in ss if s["producer_lag_ms"] is not None]
+    return {
+        "offered_s": run["rate"], "inserted_s": ins / secs, "completed_s": done / secs,
+        "completed_frac": done / offered if offered else None,
+        "p50_med": statistics.median(p50s) if p50s else None,
+        "p95_med": statistics.median(p95s) if p95s else None,
+        "p95_worst": max(p95s) if p95s else None,
+        "max_ms": max(maxs) if maxs else None,
+        "per_claim": sum(s["ready_idx_tup_read"] for s in ss) / claims if claims else None,
+        "max_depth": max(s["depth"] for s in ss),
+        "dead_end": last["n_dead_tup"], "live_end": last["n_live_tup"],
+        "table_mb_end": mb(last["table_total_bytes"]), "hist_mb_end": mb(last["history_total_bytes"]),
+        "total_mb_end": mb(last["table_total_bytes"] + last["history_total_bytes"]),
+        "horizon_max": max(s["horizon_age_xids"] for s in ss),
+        "busy_mean": statistics.mean(busy) if busy else None,
+        "steal_max": max(steal) if steal else None,
+        "cluster_mean": statistics.mean(ours) if ours else None,
+        "clients_mean": statistics.mean(clients) if clients else None,
+        "others_max": max(others) if others else None,
+        "lag_max": max(lags) if lags else None,
+        "vacuums_end": last["vacuums"],
+    }
+
+
+def recovery(run):
+    clean = [s["p95_ms"] for s in run["slices"]
+             if s["phase"] == "clean" and s["p95_ms"] is not None and s["secs"] >= MIN_SLICE]
+    rec = [s for s in run["slices"] if s["phase"] == "recovery" and s["secs"] >= MIN_SLICE]
+    if not clean:
+        return "-", None
+    m = statistics.median(clean)
+    thr = max(1.5 * m, m + 10.0)
+    end_p = run["phases"]["clean"] + run["phases"]["pressure"]
+    ok = [s["p95_ms"] is not None and s["p95_ms"] <= thr for s in rec]
+    for i in range(len(rec) - 1):
+        if ok[i] and ok[i + 1]:
+            return f"{max(0.0, rec[i]['t_start'] - end_p):.0f} s", thr
+    return f"not within {run['phases']['recovery']} s", thr
+
+
+ROWS = [
+    ("offered jobs/s", "offered_s", 0),
+    ("inserted jobs/s", "inserted_s", 0),
+    ("completed jobs/s", "completed_s", 0),
+    ("completed / offered", "completed_frac", 2),
+    ("pickup p50 ms, median of slices", "p50_med", 1),
+    ("pickup p95 ms, median of slices", "p95_med", 1),
+    ("pickup p95 ms, worst slice", "p95_worst", 1),
+    ("pickup max ms", "max_ms", 0),
+    ("ready-index entries read per claim", "per_claim", 1),
+    ("max depth (rows waiting)", "max_depth", 0),
+    ("dead tuples at the end", "dead_end", 0),
+    ("live tuples at the end", "live_end", 0),
+    ("job table + indexes MB at the end", "table_mb_end", 1),
+    ("history + indexes MB at the end", "hist_mb_end", 1),
+    ("total MB at the end", "total_mb_end", 1),
+    ("vacuums of the job table since the start", "vacuums_end", 0),
+    ("oldest xid/xmin held, max age (xids)", "horizon_max", 0),
+    ("machine CPU busy %, mean", "busy_mean", 0),
+    ("cluster's processes CPU %, mean", "cluster_mean", 0),
+    ("pgbench CPU %, mean", "clients_mean", 0),
+    ("other processes CPU %, worst slice", "others_max", 0),
+    ("steal %, worst slice", "steal_max", 0),
+    ("producer lag ms (pgbench -R), worst 5 s", "lag_max", 1),
+]
+NO_RATIO = {"offered_s", "horizon_max", "busy_mean", "steal_max", "cluster_mean", "clients_mean", "others_max",
+            "lag_max", "vacuums_end"}
+
+runs_file = os.path.join(out, "pressure_runs.tsv")
+order, errors = [], {}
+for line in open(runs_file):
+    f = line.rstrip("\n").split("\t")
+    if len(f) >= 3:
+        order.append((f[0], f[1], f[2]))
+        if len(f) > 3 and f[3]:
+            errors[(f[0], f[1])] = f[3]
+runs = {(sc, sy): load_run(tag) for sc, sy, tag in order}
+runs = {k: v for k, v in runs.items() if v}
+
+# every slice of every run
+cols = ["scenario", "system", "slice", "phase", "t_start", "t_end", "secs", "inserted", "claims", "completed",
+        "p50_ms", "p95_ms", "max_ms", "depth", "n_live_tup", "n_dead_tup", "vacuums", "ready_idx_tup_read",
+        "entries_per_claim", "heap_bytes", "index_bytes", "table_total_bytes", "history_total_bytes",
+        "horizon_age_xids", "cpu_busy_pct", "steal_pct", "cluster_cpu_pct", "clients_cpu_pct", "others_cpu_pct",
+        "producer_lag_ms"]
+with open(os.path.join(out, "pressure_slices.tsv"), "w", newline="") as fh:
+    w = csv.writer(fh, delimiter="\t", lineterminator="\n")
+    w.writerow(cols)
+    for (sc, sy), run in runs.items():
+        for s in run["slices"]:
+            row = [sc, sy]
+            for c in cols[2:]:
+                v = s[c]
+                row.append("" if v is None else (f"{v:.3f}" if isinstance(v, float) else v))
+            w.writerow(row)
+
+scenarios = []
+for sc, _, _ in order:
+    if sc not in scenarios:
+        scenarios.append(sc)
+any_run = next(iter(runs.values()), None)
+print("## pressure: a queue at a fixed offered rate while the xmin horizon is pinned")
+print()
+if any_run:
+    ph = any_run["phases"]
+    print(f"Producer: pgbench -R {any_run['rate']:,.0f} jobs/s, 2 clients; {any_run['consumers']} consumers "
+          f"(claim, then done/succeed; 5 ms sleep when the claim is empty); phases clean {ph['clean']} s, "
+          f"pressure {ph['pressure']} s, recovery {ph['recovery']} s; 5-s slices.  Each run starts from "
+          f"an empty queue (2,000 finished rows).  The producer and the consumers share the {any_run['nproc']} CPUs with the server.  "
+          "Ratio = job_state / floor.  Every slice: `pressure_slices.tsv`.")
+    print()
+for sc in scenarios:
+    pair = {sy: runs.get((sc, sy)) for sy in SYSTEMS}
+    print(f"### {sc}: {SCEN_TEXT.get(sc, sc)}")
+    print()
+    for sy in SYSTEMS:
+        if (sc, sy) in errors:
+            print(f"- {sy}: ERROR: {errors[(sc, sy)]}")
+        if not pair[sy]:
+            print(f"- {sy}: no data")
+    for phase in ("clean", "pressure", "recovery"):
+        st = {sy: phase_stats(pair[sy], phase) if pair[sy] else None for sy in SYSTEMS}
+        secs = next((r["phases"][phase] for r in pair.values() if r), "?")
+        print(f"#### {sc}, {phase} ({secs} s)")
+        print()
+        print("| | floor | job_state | job_state / floor |")
+        print("|---|---:|---:|---:|")
+        for label, key, nd in ROWS:
+            a = st["floor"][key] if st["floor"] else None
+            b = st["job_state"][key] if st["job_state"] else None
+            if key == "hist_mb_end" and st["floor"]:
+                a = None
+            print(f"| {label} | {fmt(a, nd)} | {fmt(b, nd)} | {'' if key in NO_RATIO else ratio(b, a)} |")
+        print()
+    rec = {sy: recovery(pair[sy]) if pair[sy] else ("-", None) for sy in SYSTEMS}
+    print("Recovery (seconds from the end of pressure to the first 5-s slice whose pickup p95 is within "
+          "max(1.5 x the clean median, clean median + 10 ms), and the next slice too): " +
+          "; ".join(f"{sy} {rec[sy][0]}" + (f" (threshold {rec[sy][1]:.1f} ms)" if rec[sy][1] is not None else "")
+                    for sy in SYSTEMS))
+    print()
+    print(f"Bytes per job after the {sc} runs (each relation's size / rows in the job table):")
+    print()
+    print("| system | relation | kind | MB | rows in job table | bytes/job |")
+    print("|---|---|---|---:|---:|---:|")
+    for sy in SYSTEMS:
+        if not pair[sy]:
+            continue
+        for rel, kind, size, nrows in pair[sy]["rels"]:
+            print(f"| {sy} | {rel} | {kind} | {size / 1048576:,.1f} | {nrows:,} | "
+                  f"{fmt(size / nrows if nrows else None)} |")
+    print()
+    for sy in SYSTEMS:
+        if pair[sy] and pair[sy]["pin_log"].strip():
+            print(f"Horizon sessions, {sy}: " + "; ".join(
+                ln.strip() for ln in pair[sy]["pin_log"].splitlines() if ln.strip() and "session" in ln))
+            print()
