@@ -97,9 +97,8 @@
 /* keys one transaction carries to its end before it resets instead */
 #define JS_FRONTIER_PENDING 8
 
-typedef struct JsFrontierEvent
+typedef struct JsFrontierEvent	/* event n is at events[n % JS_FRONTIER_EVENTS] */
 {
-	uint64		seq;
 	bool		reset;			/* forget the frontier, drop proposals */
 	JsClaimKey	key;			/* a job ready at this key */
 } JsFrontierEvent;
@@ -502,7 +501,6 @@ JsEntryPublish(JsFrontierEntry *e, const JsClaimKey *key)
 
 	e->seq++;
 	ev = &e->events[e->seq % JS_FRONTIER_EVENTS];
-	ev->seq = e->seq;
 	ev->reset = key == NULL;
 	if (key == NULL)
 	{

@@ -567,7 +567,7 @@ js_job_fsm_trigger(PG_FUNCTION_ARGS)
 		elog(ERROR, "job_state_fsm: must be fired before row");
 
 	/* a deleted ready job is ready again if the delete rolls back */
-	if (TRIGGER_FIRED_BY_DELETE(event))
+	if (TRIGGER_FIRED_BY_DELETE(event) && JsFrontierEnabled())
 		JsNoteReadiness(JsJobColumnsFor(trigdata->tg_relation), trigdata->tg_relation,
 						trigdata->tg_trigtuple, NULL);
 

@@ -343,9 +343,9 @@ JsScanKeyOf(IndexScanDesc scan, JsClaimKey *key)
 
 /*
  * Walk one ready-index scan, taking up to room jobs into out.  It reads
- * entry by entry (index_getnext_slot's loop, with the index tuples kept)
- * so that run can note the key of every entry read, visible or not, until
- * one is held by another transaction.
+ * entry by entry (index_getnext_slot's loop) so that run, if given, can
+ * note the key of every entry read, visible or not, until one is held by
+ * another transaction; only then are the index tuples kept.
  */
 static int
 JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
@@ -356,9 +356,10 @@ JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
 	bool		unbroken = true;
 	JsClaimKey	key;
 
-	run->have = false;
+	if (run != NULL)
+		run->have = false;
 	scan = JsIndexBeginScan(t->job, t->ready, GetActiveSnapshot(), rs->nkeys);
-	scan->xs_want_itup = true;
+	scan->xs_want_itup = run != NULL;
 	index_rescan(scan, rs->keys, rs->nkeys, NULL, 0);
 	while (taken < room)
 	{
@@ -366,7 +367,8 @@ JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
 		{
 			if (index_getnext_tid(scan, ForwardScanDirection) == NULL)
 				break;
-			JsScanKeyOf(scan, &key);
+			if (run != NULL)
+				JsScanKeyOf(scan, &key);
 		}
 		if (index_fetch_heap(scan, t->scanslot))
 		{
@@ -382,7 +384,7 @@ JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
 					break;
 			}
 		}
-		if (unbroken)
+		if (unbroken && run != NULL)
 		{
 			run->have = true;
 			run->end = key;
@@ -398,9 +400,9 @@ JsTakeFromScan(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
  * head of the ready index or resuming after args->mark.  Fills out (room
  * for args->asked entries) and returns how many were taken (started, or
  * failed as used up).  *expiry_due tells whether a lease in the queue has
- * run out (by args->now).  *run is what the walk accounted for: in the
- * mark's priority if that scan read any entry, else in the last scan that
- * did.
+ * run out (by args->now).  *run, if run is given (a claim at a shared
+ * frontier), is what the walk accounted for: in the mark's priority if
+ * that scan read any entry, else in the last scan that did.
  */
 int
 JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due,
@@ -415,12 +417,13 @@ JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due,
 
 	JsRowWriterBeginUpdate(&step.w, t->job, &step.locked, &step.newslot);
 	nscans = JsReadyScans(t, args, scans);
-	run->have = false;
+	if (run != NULL)
+		run->have = false;
 	for (i = 0; i < nscans && taken < args->asked; i++)
 	{
-		taken += JsTakeFromScan(t, args, &step, &scans[i],
-								args->asked - taken, out + taken, &runs[i]);
-		if (runs[i].have &&
+		taken += JsTakeFromScan(t, args, &step, &scans[i], args->asked - taken,
+								out + taken, run != NULL ? &runs[i] : NULL);
+		if (run != NULL && runs[i].have &&
 			!(run->have && args->mark != NULL &&
 			  run->end.priority == args->mark->priority))
 			*run = runs[i];
@@ -630,7 +633,7 @@ JsClaimReady(JsTake *t, const char *queue, Datum queue_datum, Datum worker,
 			if (!resumed)
 				r.from_head = true;
 			args.mark = resumed ? &mark : NULL;
-			n = JsTakeReady(t, &args, taken, &expiry_due, &run);
+			n = JsTakeReady(t, &args, taken, &expiry_due, NULL);
 		}
 
 		for (i = 0; i < n; i++)

@@ -12,8 +12,9 @@
 #
 # Then the fallbacks that keep the frontier's promise: a job made ready by
 # a prepared transaction (its outcome comes later, in another session)
-# turns frontiers off, and is claimed after COMMIT PREPARED; no job is ever
-# left behind.
+# turns frontiers off, and is claimed after COMMIT PREPARED; with fewer
+# frontiers than queues each queue's claims still come in order; no job is
+# ever left behind.
 
 use strict;
 use warnings;
@@ -140,11 +141,35 @@ $node->safe_psql('postgres', q{COMMIT PREPARED 'old_job'});
 is($node->safe_psql('postgres', $claim_p), '5,11',
 	'after COMMIT PREPARED the job made ready below the frontier is claimed first');
 
+# --- more queues than frontiers: the one used longest ago is given up --------
+$node->append_conf('postgresql.conf', 'job_state.claim_frontiers = 1');
+$node->restart;
+$node->safe_psql(
+	'postgres', q{
+	SELECT job_state.create_queue(q) FROM pg_catalog.unnest('{e1,e2}'::text[]) q;
+	SELECT job_state.submit(q, pg_catalog.jsonb_build_object('n', i),
+		run_after => '2026-01-01'::timestamptz + i * interval '1 s')
+	  FROM pg_catalog.unnest('{e1,e2}'::text[]) q, pg_catalog.generate_series(1, 6) i;});
+my $taken = '';
+for my $round (1 .. 3)
+{
+	for my $q ('e1', 'e2')
+	{
+		$taken .= $node->safe_psql('postgres',
+			qq{SELECT '$q:' || pg_catalog.string_agg((j.input ->> 'n'), ',' ORDER BY j.id)
+			     FROM job_state.claim('$q', 'w', max_jobs => 2) c
+			     JOIN job_state.job j ON j.queue = '$q' AND j.id = c.job_id}) . ' ';
+	}
+}
+is($taken, 'e1:1,2 e2:1,2 e1:3,4 e2:3,4 e1:5,6 e2:5,6 ',
+	'two queues taking turns at one frontier claim every job in order');
+
 # --- no job left behind --------------------------------------------------------
 is( $node->safe_psql(
 		'postgres', q{
 	SELECT pg_catalog.count(*) FROM job_state.claim('p', 'w', max_jobs => 100)}),
 	'5', 'the rest of the queue is claimed');
+
 is($node->safe_psql('postgres',
 	q{SELECT pg_catalog.count(*) FROM job_state.job WHERE status = 'accepted'}),
 	'0', 'no job is left waiting');
