@@ -28,6 +28,8 @@ OBJS = \
 	src/bucket.o \
 	src/sweeper.o \
 	src/notify.o \
+	src/waiter.o \
+	src/wait.o \
 	src/bgworker.o \
 	src/cron.o \
 	src/schedule.o \
@@ -65,12 +67,12 @@ include $(PGXS)
 # each object's own headers (PGXS does not track them): a header change
 # rebuilds exactly the objects that include it, directly or through
 # another header
-src/init.o: src/job_state.h src/errcodes.h src/claim_mark.h src/frontier.h src/bgworker.h
+src/init.o: src/job_state.h src/errcodes.h src/claim_mark.h src/frontier.h src/bgworker.h src/waiter.h
 src/job_state.o: src/job_state.h src/errcodes.h
 src/spi.o: src/job_state.h src/errcodes.h
 src/token.o: src/job_state.h src/errcodes.h src/tables.h src/token.h src/acl.h src/frontier.h
 src/fsm.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h src/frontier.h
-src/job_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h src/frontier.h
+src/job_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h src/frontier.h src/waiter.h
 src/event.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/frontier.h
 src/rowwrite.o: src/job_state.h src/errcodes.h src/rowwrite.h
 src/submit.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h src/bgworker.h src/frontier.h
@@ -93,6 +95,8 @@ src/bucket.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/slo
 src/sweeper.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/cron.h src/bgworker.h src/frontier.h
 src/notify.o: src/job_state.h src/errcodes.h src/bgworker.h
 src/bgworker.o: src/job_state.h src/errcodes.h src/bgworker.h
+src/waiter.o: src/job_state.h src/errcodes.h src/waiter.h
+src/wait.o: src/job_state.h src/errcodes.h src/tables.h src/frontier.h src/acl.h src/waiter.h
 src/cron.o: src/job_state.h src/errcodes.h src/cron.h
 src/schedule.o: src/job_state.h src/errcodes.h src/acl.h src/cron.h
 src/purge.o: src/job_state.h src/errcodes.h src/tables.h src/acl.h src/frontier.h

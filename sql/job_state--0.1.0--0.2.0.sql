@@ -287,3 +287,28 @@ COMMENT ON VIEW job_state.queue_stats IS
 ALTER TABLE job_state.queue ADD CONSTRAINT queue_spans_bounded
 	CHECK (lease <= '3600 days' AND max_lease <= '3600 days'
 		   AND retry_interval <= '3600 days' AND max_delay <= '3600 days');
+
+/*
+ * wait is a procedure: between two reads of the job it commits its own
+ * transaction, so it holds no snapshot and no lock while it sleeps.  It is
+ * therefore neither SECURITY DEFINER nor has a SET clause (either makes a
+ * CALL atomic); each read runs as the job table's owner in C, and checks
+ * that the caller submitted the job or may read its queue.
+ */
+CREATE PROCEDURE job_state.wait(
+	job_id pg_catalog.int8,
+	timeout pg_catalog.interval,
+	OUT status job_state.status,
+	OUT result pg_catalog.jsonb,
+	OUT last_error pg_catalog.jsonb,
+	OUT reason pg_catalog.text,
+	OUT finished_at pg_catalog.timestamptz)
+	AS 'MODULE_PATHNAME', 'js_wait'
+	LANGUAGE C;
+COMMENT ON PROCEDURE job_state.wait(pg_catalog.int8, pg_catalog.interval,
+	job_state.status, pg_catalog.jsonb, pg_catalog.jsonb, pg_catalog.text,
+	pg_catalog.timestamptz) IS
+	'waits (CALL in autocommit, at most 1 hour) until a job the caller submitted or may read is succeeded, failed, cancelled or unknown, and returns its outcome; after the timeout, its current state';
+REVOKE ALL ON PROCEDURE job_state.wait(pg_catalog.int8, pg_catalog.interval,
+	job_state.status, pg_catalog.jsonb, pg_catalog.jsonb, pg_catalog.text,
+	pg_catalog.timestamptz) FROM PUBLIC;

@@ -5,9 +5,10 @@
  *	  file, which is why it is a file of its own.
  *
  * It defines the GUCs (job_state.c), sets up the claim marks' cache
- * (claim_mark.c) and the frontiers' transaction callbacks (frontier.c)
- * and, only while shared_preload_libraries is processed, requests the
- * frontiers' shared memory and registers the sweeper and the notifier
+ * (claim_mark.c), the frontiers' and the waiters' transaction callbacks
+ * (frontier.c, waiter.c) and, only while shared_preload_libraries is
+ * processed, requests the frontiers' and the waiters' shared memory and
+ * registers the sweeper and the notifier
  * (bgworker.h).  No SPI, no locks.
  *
  *-------------------------------------------------------------------------
@@ -20,6 +21,7 @@
 #include "claim_mark.h"
 #include "frontier.h"
 #include "bgworker.h"
+#include "waiter.h"
 
 void		_PG_init(void);
 
@@ -31,9 +33,11 @@ _PG_init(void)
 	JsDefineGucs(preloading);
 	JsClaimMarkInit();
 	JsFrontierInit();
+	JsWaiterInit();
 	if (preloading)
 	{
 		JsFrontierRegister();
+		JsWaiterRegister();
 		JsRegisterSweeper();
 		JsRegisterNotifier();
 	}

@@ -29,6 +29,7 @@ char	   *js_database = NULL;
 bool		js_check_statement_names = false;
 int			js_claim_rescan_interval = 1000;
 int			js_claim_frontiers = 64;
+int			js_wait_poll_interval = 100;
 
 static const struct config_enum_entry js_notify_options[] = {
 	{"on", JS_NOTIFY_ON, false},
@@ -111,6 +112,15 @@ JsDefineGucs(bool preloading)
 							"Resuming skips the index entries of jobs already taken; a job that becomes ready behind the resume point waits at most this long while the queue has other ready jobs.  0 scans from the start every time (strict claim order).",
 							&js_claim_rescan_interval,
 							1000, 0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("job_state.wait_poll_interval",
+							"Longest time job_state.wait() sleeps before it reads the job again.",
+							"Without shared_preload_libraries wait() polls at this interval; with it, a completing commit wakes the waiter at once and this is a safety net.",
+							&js_wait_poll_interval,
+							100, 10, 10000,
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);

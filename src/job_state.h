@@ -69,6 +69,7 @@ extern char *js_database;		/* bgworker.c */
 extern bool js_check_statement_names;	/* namecheck.c */
 extern int	js_claim_rescan_interval;	/* claim_mark.c, frontier.c */
 extern int	js_claim_frontiers;	/* frontier.c */
+extern int	js_wait_poll_interval;	/* wait.c, waiter.c */
 extern void JsDefineGucs(bool preloading);
 
 /*
@@ -144,6 +145,7 @@ extern void JsCheckName(const char *what, const char *name);
 extern void JsCheckKey(const char *what, const char *key);
 extern void JsRefuseNull(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern bool JsIntervalPositive(const Interval *span);
+extern int64 JsIntervalMicroseconds(const Interval *span);
 extern void JsCheckNotNegative(const char *what, const Interval *span);
 extern char *JsEnumLabel(Datum value);
 

@@ -11,7 +11,8 @@
  * (limits.c: the resource must exist, the queue is marked for the
  * slot-taking claim, a new key gets its slots), and notes where a job
  * becomes or stops being ready for the queue's claim frontier
- * (frontier.c).  TRUNCATE of job or
+ * (frontier.c), and has a job that became succeeded, failed, cancelled or
+ * unknown announced at commit (waiter.c).  TRUNCATE of job or
  * job_event is refused while live jobs exist; job_event takes no UPDATE
  * and no DELETE outside purge().  job_state.restore (superuser only) lets
  * a dump be replayed.
@@ -33,6 +34,7 @@
 #include "tables.h"
 #include "rules.h"
 #include "slots.h"
+#include "waiter.h"
 
 PG_FUNCTION_INFO_V1(js_job_event_trigger);
 PG_FUNCTION_INFO_V1(js_job_truncate_trigger);
@@ -128,6 +130,13 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 	JsNoteReadiness(cols, trigdata->tg_relation,
 					TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_trigtuple : NULL,
 					newtup);
+
+	/* a job that ended: its waiters and job_state_done hear of it at commit */
+	if ((to == JS_SUCCEEDED || to == JS_FAILED || to == JS_CANCELLED ||
+		 to == JS_UNKNOWN) && !js_restore &&
+		(!TRIGGER_FIRED_BY_UPDATE(event) ||
+		 JsTupleStatus(cols, trigdata->tg_trigtuple, tupdesc) != to))
+		JsWaiterNoteDone(JsTupleJobId(cols, newtup, tupdesc));
 
 	/* the BEFORE trigger cleared the slot numbers when the job left running */
 	if (TRIGGER_FIRED_BY_UPDATE(event) && to != JS_RUNNING && !js_restore)

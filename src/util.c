@@ -117,6 +117,22 @@ JsIntervalNegative(const Interval *span)
 	return int128_compare(JsIntervalTotal(span), int64_to_int128(0)) < 0;
 }
 
+/*
+ * An interval's length in microseconds, months as 30 days, clamped to the
+ * int64 range (an infinite interval is the largest).
+ */
+int64
+JsIntervalMicroseconds(const Interval *span)
+{
+	INT128		total = JsIntervalTotal(span);
+
+	if (int128_compare(total, int64_to_int128(PG_INT64_MAX)) > 0)
+		return PG_INT64_MAX;
+	if (int128_compare(total, int64_to_int128(PG_INT64_MIN)) < 0)
+		return PG_INT64_MIN;
+	return int128_to_int64(total);
+}
+
 /* "<what> must not be negative" (22023) for a span given by the caller */
 void
 JsCheckNotNegative(const char *what, const Interval *span)

@@ -1,0 +1,265 @@
+/*-------------------------------------------------------------------------
+ *
+ * waiter.c
+ *	  Announcing that a job ended: the wake-ups job_state.wait() sleeps on,
+ *	  and NOTIFY job_state_done, '<job id>' for clients that LISTEN.
+ *
+ * A job ends, for this file, when it becomes succeeded, failed, cancelled
+ * or unknown: the job table's AFTER trigger (job_trigger.c) calls
+ * JsWaiterNoteDone for every such row.
+ *
+ * NOTIFY job_state_done is sent by the completing transaction itself, so
+ * it is delivered when (and only when) that transaction commits, as NOTIFY
+ * is; job_state.notify = off sends none.  Its payload is the job id alone:
+ * any role that may LISTEN receives it, whatever queue the job is in.
+ *
+ * With job_state in shared_preload_libraries there is a small array of
+ * JS_WAIT_SLOTS wake-up slots in shared memory, each a counter and a
+ * condition variable; a job id hashes to one slot.  The trigger marks the
+ * job's slot in a per-transaction bitmap (no allocation); the commit
+ * callback, which runs after ProcArrayEndTransaction (the change is
+ * visible to every snapshot taken from then on), bumps the counter of
+ * every marked slot and broadcasts its condition variable.  An abort,
+ * and a PREPARE, forget the marks (a prepared transaction committed later
+ * is found by the waiter's poll).  A savepoint rolled back keeps its marks:
+ * a waiter woken for nothing only reads the job once more.
+ *
+ * A waiter (wait.c) takes the slot's counter as its ticket before it reads
+ * the job, and sleeps only while the counter still equals the ticket: a
+ * commit visible to the read cannot have been missed, and one that was not
+ * visible to it bumps the counter afterwards.  It sleeps at most
+ * job_state.wait_poll_interval, as a safety net; without shared memory it
+ * polls at that interval.  Several jobs share a slot: a waiter may wake for
+ * another job and read its own once more.
+ *
+ * Locks: none; the condition variables' spinlocks inside PostgreSQL.  The
+ * commit callback allocates nothing and raises no error.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "commands/async.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "port/atomics.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/timestamp.h"
+
+#include "job_state.h"
+#include "waiter.h"
+
+#define JS_WAITER_NAME "job_state waiters"
+#define JS_WAIT_SLOTS 128		/* a power of two */
+#define JS_WAIT_SLOT_BITS 7
+#define JS_DONE_CHANNEL "job_state_done"
+
+typedef struct JsWaitSlot
+{
+	pg_atomic_uint64 seq;		/* commits that ended a job of this slot */
+	ConditionVariable cv;
+} JsWaitSlot;
+
+static JsWaitSlot *wait_slots = NULL;
+
+#if PG_VERSION_NUM >= 150000
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+#endif
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* slots marked by this transaction, broadcast at its commit */
+static uint64 pending[JS_WAIT_SLOTS / 64];
+static bool pending_any = false;
+
+StaticAssertDecl(JS_WAIT_SLOTS == (1 << JS_WAIT_SLOT_BITS),
+				 "JS_WAIT_SLOTS must be 2 ^ JS_WAIT_SLOT_BITS");
+
+static int
+JsWaitSlotOf(int64 job_id)
+{
+	/* Fibonacci hashing: consecutive ids spread over the slots */
+	return (int) (((uint64) job_id * UINT64CONST(0x9E3779B97F4A7C15)) >>
+				  (64 - JS_WAIT_SLOT_BITS));
+}
+
+static Size
+JsWaiterShmemSize(void)
+{
+	return mul_size(sizeof(JsWaitSlot), JS_WAIT_SLOTS);
+}
+
+static void
+JsWaiterShmemRequest(void)
+{
+#if PG_VERSION_NUM >= 150000
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+#endif
+	RequestAddinShmemSpace(MAXALIGN(JsWaiterShmemSize()));
+}
+
+static void
+JsWaiterShmemStartup(void)
+{
+	bool		found;
+	int			i;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	wait_slots = ShmemInitStruct(JS_WAITER_NAME, JsWaiterShmemSize(), &found);
+	if (!found)
+	{
+		for (i = 0; i < JS_WAIT_SLOTS; i++)
+		{
+			pg_atomic_init_u64(&wait_slots[i].seq, 0);
+			ConditionVariableInit(&wait_slots[i].cv);
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Called from _PG_init while shared_preload_libraries is processed.
+ */
+void
+JsWaiterRegister(void)
+{
+#if PG_VERSION_NUM >= 150000
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = JsWaiterShmemRequest;
+#else
+	JsWaiterShmemRequest();
+#endif
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = JsWaiterShmemStartup;
+}
+
+static void
+JsWaiterXactCallback(XactEvent event, void *arg)
+{
+	int			i;
+
+	if (!pending_any)
+		return;
+
+	if (event == XACT_EVENT_COMMIT && wait_slots != NULL)
+	{
+		for (i = 0; i < JS_WAIT_SLOTS; i++)
+		{
+			if ((pending[i / 64] & (UINT64CONST(1) << (i % 64))) == 0)
+				continue;
+			pg_atomic_fetch_add_u64(&wait_slots[i].seq, 1);
+			ConditionVariableBroadcast(&wait_slots[i].cv);
+		}
+	}
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			memset(pending, 0, sizeof(pending));
+			pending_any = false;
+			break;
+		default:
+			break;
+	}
+}
+
+/* Called from _PG_init, preloaded or not. */
+void
+JsWaiterInit(void)
+{
+	RegisterXactCallback(JsWaiterXactCallback, NULL);
+}
+
+/*
+ * The job became succeeded, failed, cancelled or unknown in this
+ * transaction: wake its waiters and notify job_state_done once it commits.
+ */
+void
+JsWaiterNoteDone(int64 job_id)
+{
+	if (js_notify != JS_NOTIFY_OFF)
+	{
+		char		payload[32];
+
+		snprintf(payload, sizeof(payload), INT64_FORMAT, job_id);
+		Async_Notify(JS_DONE_CHANNEL, payload);
+	}
+	if (wait_slots != NULL)
+	{
+		int			slot = JsWaitSlotOf(job_id);
+
+		pending[slot / 64] |= UINT64CONST(1) << (slot % 64);
+		pending_any = true;
+	}
+}
+
+/* Is there shared memory to sleep on (else wait() polls)? */
+bool
+JsWaiterShared(void)
+{
+	return wait_slots != NULL;
+}
+
+/*
+ * The ticket of job_id's slot: taken before the job is read, handed to
+ * JsWaiterSleep after.
+ */
+uint64
+JsWaiterTicket(int64 job_id)
+{
+	uint64		seq;
+
+	if (wait_slots == NULL)
+		return 0;
+	seq = pg_atomic_read_u64(&wait_slots[JsWaitSlotOf(job_id)].seq);
+	/* read before the snapshot the job is read with */
+	pg_memory_barrier();
+	return seq;
+}
+
+/*
+ * Sleep until a commit ends a job of job_id's slot after ticket was taken,
+ * or timeout_ms pass; answers interrupts (query cancel, termination).
+ * Uses no CPU while asleep.
+ */
+void
+JsWaiterSleep(int64 job_id, uint64 ticket, long timeout_ms)
+{
+	JsWaitSlot *slot;
+	TimestampTz end;
+
+	if (wait_slots == NULL)
+	{
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		return;
+	}
+
+	slot = &wait_slots[JsWaitSlotOf(job_id)];
+	end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	ConditionVariablePrepareToSleep(&slot->cv);
+	while (pg_atomic_read_u64(&slot->seq) == ticket)
+	{
+		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), end);
+
+		if (left <= 0 ||
+			ConditionVariableTimedSleep(&slot->cv, left, PG_WAIT_EXTENSION))
+			break;
+	}
+	ConditionVariableCancelSleep();
+	CHECK_FOR_INTERRUPTS();
+}

@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * waiter.h
+ *	  Wake-ups of the jobs that end (waiter.c): the condition variables
+ *	  job_state.wait() sleeps on, and NOTIFY job_state_done.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef JS_WAITER_H
+#define JS_WAITER_H
+
+#include "job_state.h"
+
+extern void JsWaiterRegister(void);
+extern void JsWaiterInit(void);
+extern void JsWaiterNoteDone(int64 job_id);
+extern bool JsWaiterShared(void);
+extern uint64 JsWaiterTicket(int64 job_id);
+extern void JsWaiterSleep(int64 job_id, uint64 ticket, long timeout_ms);
+
+#endif							/* JS_WAITER_H */
