@@ -13,7 +13,7 @@
  * the procedure's own start.  That only works where CALL may commit: in
  * autocommit, not inside a transaction block or a function (an atomic
  * context, refused with 25001), and in READ COMMITTED (a REPEATABLE READ
- * or SERIALIZABLE caller asked for one snapshot, refused with 25003);
+ * or SERIALIZABLE caller asked for one snapshot, refused with 25004);
  * there, only a timeout of 0 is allowed: one read under the caller's
  * snapshot, nothing committed.  Called from a procedure or a DO block that
  * may commit, wait() commits the caller's transaction, as COMMIT there
@@ -177,7 +177,7 @@ JsWaitRead(int64 job_id, JsWaitState *state, MemoryContext cxt)
 /*
  * Whether wait() may end its transaction between reads: only in a
  * non-atomic CALL at READ COMMITTED.  Elsewhere only a timeout of 0 (one
- * read, under the caller's snapshot) is allowed: 25001 / 25003.
+ * read, under the caller's snapshot) is allowed: 25001 / 25004.
  */
 static bool
 JsWaitMayCommit(FunctionCallInfo fcinfo, int64 timeout)
