@@ -33,6 +33,10 @@
  * does not serve this database (not preloaded, or job_state.database is
  * another database) and where job_state.notify = commit.
  *
+ * The notifier also sends NOTIFY job_state_done, '<job id>' for the jobs
+ * that ended in the transactions of its database (waiter.c hands them
+ * over after their commits), in the same rounds.
+ *
  * Locks: the notifier set's LWLock, held only to copy queue names in or
  * out; never while waiting and never with any other lock of ours.
  *
@@ -55,6 +59,7 @@
 
 #include "job_state.h"
 #include "bgworker.h"
+#include "waiter.h"
 
 #define JS_NOTIFIER_NAME "job_state notifier"
 #define JS_NOTIFIER_RESTART_SECS 5
@@ -328,6 +333,7 @@ JsNotifierDetach(int code, Datum arg)
 		notify_shared->dbid = InvalidOid;
 	}
 	LWLockRelease(notify_shared->lock);
+	JsWaiterServe(InvalidOid, NULL);
 }
 
 /*
@@ -372,6 +378,8 @@ typedef struct JsNotifyRound
 {
 	char		(*names)[JS_QUEUE_NAME_BYTES];
 	int			n;
+	int64	   *done;			/* ended jobs: job_state_done */
+	int			ndone;
 } JsNotifyRound;
 
 /* One round: NOTIFY for each queue, in one transaction. */
@@ -393,6 +401,8 @@ JsNotifyQueues(void *arg)
 		for (i = 0; i < queues; i++)
 			Async_Notify("job_state", JsGetText(i, 1));
 	}
+	for (i = 0; i < round->ndone; i++)
+		JsWaiterNotifyDone(round->done[i]);
 }
 
 void
@@ -400,6 +410,7 @@ js_notifier_main(Datum main_arg)
 {
 	MemoryContext round_context;
 	char		(*names)[JS_QUEUE_NAME_BYTES];
+	int64	   *done;
 
 	JsWorkerConnect(JS_NOTIFIER_NAME);
 
@@ -410,6 +421,7 @@ js_notifier_main(Datum main_arg)
 	notify_shared->latch = MyLatch;
 	notify_shared->all = true;
 	LWLockRelease(notify_shared->lock);
+	JsWaiterServe(MyDatabaseId, MyLatch);
 
 	ereport(LOG,
 			(errmsg("job_state notifier started in database \"%s\"", js_database),
@@ -421,11 +433,15 @@ js_notifier_main(Datum main_arg)
 										  ALLOCSET_DEFAULT_SIZES);
 	names = MemoryContextAlloc(TopMemoryContext,
 							   JS_NOTIFY_SLOTS * JS_QUEUE_NAME_BYTES);
+	done = MemoryContextAlloc(TopMemoryContext,
+							  JS_DONE_IDS_PER_ROUND * sizeof(int64));
 
 	for (;;)
 	{
 		JsNotifyRound round;
 		int			n;
+		int			ndone;
+		uint64		dropped;
 		bool		ok;
 
 		ResetLatch(MyLatch);
@@ -438,7 +454,14 @@ js_notifier_main(Datum main_arg)
 		}
 
 		n = JsNotifierTake(names);
-		if (n == 0)
+		ndone = JsWaiterTakeDone(done, JS_DONE_IDS_PER_ROUND, &dropped);
+		if (dropped > 0)
+			ereport(LOG,
+					(errmsg("job_state notifier: %llu notifications of ended jobs were dropped",
+							(unsigned long long) dropped),
+					 errdetail("More jobs ended between two rounds than the notifier keeps."),
+					 errhint("Listeners of job_state_done should also poll, or lower job_state.notify_interval.")));
+		if (n == 0 && ndone == 0)
 		{
 			(void) WaitLatch(MyLatch,
 							 WL_LATCH_SET | WL_EXIT_ON_PM_DEATH,
@@ -449,11 +472,16 @@ js_notifier_main(Datum main_arg)
 
 		round.names = names;
 		round.n = n;
+		round.done = done;
+		round.ndone = ndone;
 		ok = JsWorkerRound(round_context, "NOTIFY job_state", JsNotifyQueues, &round);
 		MemoryContextSwitchTo(TopMemoryContext);
 		MemoryContextReset(round_context);
 		if (!ok)
+		{
 			JsNotifierGiveBack(names, n);
+			JsWaiterGiveBackDone(done, ndone);
+		}
 
 		/*
 		 * What comes during the interval goes out together after it.  A

@@ -8,10 +8,18 @@
  * or unknown: the job table's AFTER trigger (job_trigger.c) calls
  * JsWaiterNoteDone for every such row.
  *
- * NOTIFY job_state_done is sent by the completing transaction itself, so
- * it is delivered when (and only when) that transaction commits, as NOTIFY
- * is; job_state.notify = off sends none.  Its payload is the job id alone:
- * any role that may LISTEN receives it, whatever queue the job is in.
+ * NOTIFY job_state_done is delivered when (and only when) the completing
+ * transaction commits; job_state.notify = off sends none.  Its payload is
+ * the job id alone: any role that may LISTEN receives it, whatever queue
+ * the job is in.  Who sends it follows job_state.notify as for submit
+ * (notify.c): where the notifier worker serves the database (preloaded,
+ * job_state.notify = on), the ids go to it after the commit, so that
+ * completing commits are not serialised by NOTIFY's commit lock; they are
+ * kept in a ring of JS_DONE_IDS in shared memory until its next round, and
+ * what does not fit is dropped and counted (the notifier logs it).
+ * Elsewhere the completing transaction notifies itself, as NOTIFY does
+ * (and, as with submit, cannot then be prepared).  A rolled-back
+ * subtransaction's ids are forgotten.
  *
  * With job_state in shared_preload_libraries there is a small array of
  * JS_WAIT_SLOTS wake-up slots in shared memory, each a counter and a
@@ -32,8 +40,9 @@
  * polls at that interval.  Several jobs share a slot: a waiter may wake for
  * another job and read its own once more.
  *
- * Locks: none; the condition variables' spinlocks inside PostgreSQL.  The
- * commit callback allocates nothing and raises no error.
+ * Locks: the ring's spinlock, held only to copy ids in or out; the
+ * condition variables' spinlocks inside PostgreSQL.  The commit callback
+ * allocates nothing and raises no error.
  *
  *-------------------------------------------------------------------------
  */
@@ -49,6 +58,8 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "job_state.h"
@@ -66,6 +77,30 @@ typedef struct JsWaitSlot
 } JsWaitSlot;
 
 static JsWaitSlot *wait_slots = NULL;
+
+/* ids of ended jobs for the notifier to send as job_state_done */
+#define JS_DONE_IDS JS_DONE_IDS_PER_ROUND
+
+typedef struct JsDoneRing
+{
+	slock_t		mutex;
+	Oid			dbid;			/* database the notifier serves, or invalid */
+	Latch	   *latch;			/* the notifier's latch while it serves */
+	int			n;
+	uint64		dropped;		/* ids that did not fit since the last take */
+	int64		ids[JS_DONE_IDS];
+} JsDoneRing;
+
+static JsDoneRing *done_ring = NULL;
+
+/* ended jobs of this transaction for the notifier, with their level */
+typedef struct JsPendingDone
+{
+	int			level;
+	int64		id;
+} JsPendingDone;
+
+static List *xact_done = NIL;
 
 #if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -90,7 +125,8 @@ JsWaitSlotOf(int64 job_id)
 static Size
 JsWaiterShmemSize(void)
 {
-	return mul_size(sizeof(JsWaitSlot), JS_WAIT_SLOTS);
+	return add_size(MAXALIGN(mul_size(sizeof(JsWaitSlot), JS_WAIT_SLOTS)),
+					sizeof(JsDoneRing));
 }
 
 static void
@@ -114,6 +150,8 @@ JsWaiterShmemStartup(void)
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	wait_slots = ShmemInitStruct(JS_WAITER_NAME, JsWaiterShmemSize(), &found);
+	done_ring = (JsDoneRing *) ((char *) wait_slots +
+								MAXALIGN(mul_size(sizeof(JsWaitSlot), JS_WAIT_SLOTS)));
 	if (!found)
 	{
 		for (i = 0; i < JS_WAIT_SLOTS; i++)
@@ -121,6 +159,11 @@ JsWaiterShmemStartup(void)
 			pg_atomic_init_u64(&wait_slots[i].seq, 0);
 			ConditionVariableInit(&wait_slots[i].cv);
 		}
+		SpinLockInit(&done_ring->mutex);
+		done_ring->dbid = InvalidOid;
+		done_ring->latch = NULL;
+		done_ring->n = 0;
+		done_ring->dropped = 0;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -141,23 +184,54 @@ JsWaiterRegister(void)
 	shmem_startup_hook = JsWaiterShmemStartup;
 }
 
+/* Hands this transaction's ended jobs to the notifier (commit callback). */
+static void
+JsWaiterHandOver(void)
+{
+	ListCell   *lc;
+	Latch	   *latch;
+
+	SpinLockAcquire(&done_ring->mutex);
+	foreach(lc, xact_done)
+	{
+		if (done_ring->n < JS_DONE_IDS)
+			done_ring->ids[done_ring->n++] = ((JsPendingDone *) lfirst(lc))->id;
+		else
+			done_ring->dropped++;
+	}
+	latch = done_ring->latch;
+	SpinLockRelease(&done_ring->mutex);
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
 static void
 JsWaiterXactCallback(XactEvent event, void *arg)
 {
 	int			i;
 
-	if (!pending_any)
+	if (!pending_any && xact_done == NIL)
 		return;
 
-	if (event == XACT_EVENT_COMMIT && wait_slots != NULL)
+	if (event == XACT_EVENT_PRE_PREPARE && xact_done != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot PREPARE a transaction that ended jobs with job_state.notify on"),
+				 errdetail("NOTIFY job_state_done is sent after its transaction commits, which a prepared transaction does not do in this session."),
+				 errhint("SET LOCAL job_state.notify = off in the transaction.")));
+
+	if (event == XACT_EVENT_COMMIT)
 	{
-		for (i = 0; i < JS_WAIT_SLOTS; i++)
+		/* committed and visible to every new snapshot: wake the waiters */
+		for (i = 0; pending_any && wait_slots != NULL && i < JS_WAIT_SLOTS; i++)
 		{
 			if ((pending[i / 64] & (UINT64CONST(1) << (i % 64))) == 0)
 				continue;
 			pg_atomic_fetch_add_u64(&wait_slots[i].seq, 1);
 			ConditionVariableBroadcast(&wait_slots[i].cv);
 		}
+		if (xact_done != NIL && done_ring != NULL)
+			JsWaiterHandOver();
 	}
 	switch (event)
 	{
@@ -168,7 +242,47 @@ JsWaiterXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			memset(pending, 0, sizeof(pending));
 			pending_any = false;
+			/* the memory goes with TopTransactionContext */
+			xact_done = NIL;
 			break;
+		default:
+			break;
+	}
+}
+
+static void
+JsWaiterSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *lc;
+
+	if (xact_done == NIL)
+		return;
+
+	switch (event)
+	{
+		case SUBXACT_EVENT_COMMIT_SUB:
+			/* the parent now owns what this subtransaction ended */
+			foreach(lc, xact_done)
+			{
+				JsPendingDone *d = lfirst(lc);
+
+				if (d->level >= level)
+					d->level = level - 1;
+			}
+			break;
+
+		case SUBXACT_EVENT_ABORT_SUB:
+			foreach(lc, xact_done)
+			{
+				JsPendingDone *d = lfirst(lc);
+
+				if (d->level >= level)
+					xact_done = foreach_delete_current(xact_done, lc);
+			}
+			break;
+
 		default:
 			break;
 	}
@@ -179,6 +293,7 @@ void
 JsWaiterInit(void)
 {
 	RegisterXactCallback(JsWaiterXactCallback, NULL);
+	RegisterSubXactCallback(JsWaiterSubXactCallback, NULL);
 }
 
 /*
@@ -188,12 +303,34 @@ JsWaiterInit(void)
 void
 JsWaiterNoteDone(int64 job_id)
 {
+	bool		served;
+
 	if (js_notify != JS_NOTIFY_OFF)
 	{
-		char		payload[32];
+		served = false;
+		if (js_notify == JS_NOTIFY_ON && done_ring != NULL)
+		{
+			SpinLockAcquire(&done_ring->mutex);
+			served = done_ring->dbid == MyDatabaseId;
+			SpinLockRelease(&done_ring->mutex);
+		}
+		if (served)
+		{
+			MemoryContext oldcontext = MemoryContextSwitchTo(TopTransactionContext);
+			JsPendingDone *d = palloc(sizeof(JsPendingDone));
 
-		snprintf(payload, sizeof(payload), INT64_FORMAT, job_id);
-		Async_Notify(JS_DONE_CHANNEL, payload);
+			d->level = GetCurrentTransactionNestLevel();
+			d->id = job_id;
+			xact_done = lappend(xact_done, d);
+			MemoryContextSwitchTo(oldcontext);
+		}
+		else
+		{
+			char		payload[32];
+
+			snprintf(payload, sizeof(payload), INT64_FORMAT, job_id);
+			Async_Notify(JS_DONE_CHANNEL, payload);
+		}
 	}
 	if (wait_slots != NULL)
 	{
@@ -202,6 +339,73 @@ JsWaiterNoteDone(int64 job_id)
 		pending[slot / 64] |= UINT64CONST(1) << (slot % 64);
 		pending_any = true;
 	}
+}
+
+/*
+ * The notifier: serve database dbid from now on with latch (InvalidOid and
+ * NULL when it stops).
+ */
+void
+JsWaiterServe(Oid dbid, Latch *latch)
+{
+	if (done_ring == NULL)
+		return;
+	SpinLockAcquire(&done_ring->mutex);
+	done_ring->dbid = dbid;
+	done_ring->latch = latch;
+	SpinLockRelease(&done_ring->mutex);
+}
+
+/*
+ * The notifier: takes up to max ids of ended jobs into ids; *dropped is
+ * the number that did not fit since the last take.
+ */
+int
+JsWaiterTakeDone(int64 *ids, int max, uint64 *dropped)
+{
+	int			n;
+
+	*dropped = 0;
+	if (done_ring == NULL)
+		return 0;
+	SpinLockAcquire(&done_ring->mutex);
+	n = Min(done_ring->n, max);
+	memcpy(ids, done_ring->ids, n * sizeof(int64));
+	memmove(done_ring->ids, done_ring->ids + n, (done_ring->n - n) * sizeof(int64));
+	done_ring->n -= n;
+	*dropped = done_ring->dropped;
+	done_ring->dropped = 0;
+	SpinLockRelease(&done_ring->mutex);
+	return n;
+}
+
+/* The notifier: puts ids back after a failed round (what fits). */
+void
+JsWaiterGiveBackDone(const int64 *ids, int n)
+{
+	int			i;
+
+	if (done_ring == NULL)
+		return;
+	SpinLockAcquire(&done_ring->mutex);
+	for (i = 0; i < n; i++)
+	{
+		if (done_ring->n < JS_DONE_IDS)
+			done_ring->ids[done_ring->n++] = ids[i];
+		else
+			done_ring->dropped++;
+	}
+	SpinLockRelease(&done_ring->mutex);
+}
+
+/* The notifier: NOTIFY job_state_done for one job, in its round. */
+void
+JsWaiterNotifyDone(int64 job_id)
+{
+	char		payload[32];
+
+	snprintf(payload, sizeof(payload), INT64_FORMAT, job_id);
+	Async_Notify(JS_DONE_CHANNEL, payload);
 }
 
 /* Is there shared memory to sleep on (else wait() polls)? */
