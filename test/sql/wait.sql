@@ -4,7 +4,10 @@
 \i :abs_srcdir/sql/include/fresh_extension.sql
 SET client_min_messages = warning;
 DROP ROLE IF EXISTS regress_js_wait_owner, regress_js_wait_other, regress_js_wait_reader;
+DROP TABLE IF EXISTS wait_toks;
 RESET client_min_messages;
+-- a wait that goes wrong ends the test, not the run
+SET statement_timeout = '60 s';
 \set VERBOSITY sqlstate
 
 SELECT job_state.create_queue('wq', max_retries => 0);
@@ -22,7 +25,7 @@ BEGIN
 	CALL job_state.wait(id, t, status, result, last_error, reason, f);
 	finished := f IS NOT NULL;
 END $$;
-CREATE TABLE toks AS SELECT token, job_id FROM job_state.claim('wq', 'w', max_jobs => 2);
+CREATE TABLE wait_toks AS SELECT token, job_id FROM job_state.claim('wq', 'w', max_jobs => 2);
 
 -- timeout 0 is a poll: the current state at once
 CALL job_state.wait(1, '0', NULL, NULL, NULL, NULL, NULL);
@@ -32,8 +35,8 @@ CALL job_state.wait(1, '200 ms', NULL, NULL, NULL, NULL, NULL);
 SELECT clock_timestamp() - :'t0'::timestamptz >= interval '200 ms' AS waited_the_timeout;
 
 -- a job that has ended: its outcome at once, however long the timeout
-SELECT job_state.succeed(token, '{"answer": 42}') FROM toks WHERE job_id = 1;
-SELECT job_state.fail(token, 'permanent', '{"msg": "bad input"}') FROM toks WHERE job_id = 2;
+SELECT job_state.succeed(token, '{"answer": 42}') FROM wait_toks WHERE job_id = 1;
+SELECT job_state.fail(token, 'permanent', '{"msg": "bad input"}') FROM wait_toks WHERE job_id = 2;
 SELECT job_state.cancel(3, 'not needed');
 SELECT clock_timestamp() AS t0 \gset
 CALL wait_for(1, '30 s', NULL, NULL, NULL, NULL, NULL);
@@ -156,7 +159,7 @@ CALL job_state.wait(5, '100 ms', NULL, NULL, NULL, NULL, NULL);
 SELECT clock_timestamp() - :'t0'::timestamptz < interval '10 s' AS polled;
 RESET job_state.wait_poll_interval;
 
-DROP TABLE toks;
+DROP TABLE wait_toks;
 DROP FUNCTION wait_in_function(interval);
 DROP PROCEDURE wait_for(bigint, interval, job_state.status, jsonb, jsonb, text, boolean);
 SET client_min_messages = warning;
