@@ -49,17 +49,38 @@ SELECT job_state.succeed(':token');
 EOS
 close $fh;
 
+# Drop and create the extension again, then run $sql.  The sweeper's
+# round (job_state is preloaded here, and the sweeper serves this database)
+# takes its tables' locks in another order than DROP EXTENSION, so the two
+# can deadlock, above all in the sweeper's first round after a restart; the
+# deadlock detector then cancels one of them, and a drop refused that way is
+# tried again, as an operator would.
+sub recreate_extension
+{
+	my ($sql) = @_;
+
+	for my $try (1 .. 5)
+	{
+		my ($ret, $out, $err) = $node->psql(
+			'postgres', qq{
+			SET job_state.drop_live_jobs = on;
+			DROP EXTENSION job_state;
+			CREATE EXTENSION job_state;
+			$sql},
+			on_error_stop => 1);
+		return $out if $ret == 0;
+		die "recreating the extension failed: $err"
+		  unless $err =~ /deadlock detected/ && $try < 5;
+		note "DROP EXTENSION met the sweeper's round (deadlock), trying again";
+	}
+}
+
 # entries of job_ready read per claim while the horizon is pinned
 sub reads_per_claim
 {
 	my ($label) = @_;
 
-	$node->safe_psql(
-		'postgres', qq{
-		SET job_state.drop_live_jobs = on;
-		DROP EXTENSION job_state;
-		CREATE EXTENSION job_state;
-		SELECT job_state.create_queue('f');});
+	recreate_extension(q{SELECT job_state.create_queue('f');});
 
 	my $pin = $node->background_psql('postgres');
 	$pin->query_safe('BEGIN');
@@ -118,11 +139,7 @@ $node->append_conf('postgresql.conf', 'job_state.claim_frontiers = 64');
 $node->restart;
 
 # --- a prepared transaction turns frontiers off ------------------------------
-$node->safe_psql(
-	'postgres', q{
-	SET job_state.drop_live_jobs = on;
-	DROP EXTENSION job_state;
-	CREATE EXTENSION job_state;
+recreate_extension(q{
 	SELECT job_state.create_queue('p');
 	SELECT job_state.submit('p', pg_catalog.jsonb_build_object('n', i),
 		run_after => '2026-01-01'::timestamptz + i * interval '1 s')
