@@ -32,6 +32,7 @@ OBJS = \
 	src/cron.o \
 	src/schedule.o \
 	src/purge.o \
+	src/retention.o \
 	src/operation.o \
 	src/limits.o \
 	src/slot.o \

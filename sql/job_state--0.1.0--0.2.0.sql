@@ -287,3 +287,86 @@ COMMENT ON VIEW job_state.queue_stats IS
 ALTER TABLE job_state.queue ADD CONSTRAINT queue_spans_bounded
 	CHECK (lease <= '3600 days' AND max_lease <= '3600 days'
 		   AND retry_interval <= '3600 days' AND max_delay <= '3600 days');
+
+/*
+ * Retention: a queue keeps its succeeded, failed and cancelled jobs for
+ * its retention after they finished (NULL: until purge); sweep() and the
+ * sweeper delete older ones, with every row of theirs, in batches
+ * (retention.c).  create_queue and alter_queue get the option as a last
+ * argument, so the 0.1.0 functions are dropped and made again (with the
+ * grants of the fresh install: none for PUBLIC).
+ */
+ALTER TABLE job_state.queue ADD COLUMN retention pg_catalog.interval
+	CONSTRAINT queue_retention_bounded
+	CHECK (retention >= '1 s' AND retention <= '3600 days');
+COMMENT ON COLUMN job_state.queue.retention IS
+	'how long succeeded, failed and cancelled jobs are kept after they finished; sweep() and the sweeper delete older ones with all their rows; NULL: until purge()';
+
+DROP FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4);
+CREATE FUNCTION job_state.create_queue(
+	name pg_catalog.text,
+	lease pg_catalog.interval DEFAULT '5 min',
+	max_lease pg_catalog.interval DEFAULT '12 hours',
+	retry_interval pg_catalog.interval DEFAULT '2 s',
+	backoff_rate pg_catalog.float8 DEFAULT 2.0,
+	max_retries pg_catalog.int4 DEFAULT 3,
+	max_delay pg_catalog.interval DEFAULT '30 s',
+	jitter pg_catalog.text DEFAULT 'full',
+	max_attempts pg_catalog.int4 DEFAULT NULL,
+	on_lease_expiry pg_catalog.text DEFAULT 'unknown',
+	concurrency_limit pg_catalog.int4 DEFAULT NULL,
+	per_key_limit pg_catalog.int4 DEFAULT NULL,
+	retention pg_catalog.interval DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_create_queue'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
+	'creates a queue with its lease, retry policy (AWS Step Functions semantics), limits and retention of finished jobs (NULL or ''0'': kept until purge)';
+
+REVOKE ALL ON FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) FROM PUBLIC;
+
+DROP FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4);
+CREATE FUNCTION job_state.alter_queue(
+	name pg_catalog.text,
+	lease pg_catalog.interval DEFAULT NULL,
+	max_lease pg_catalog.interval DEFAULT NULL,
+	retry_interval pg_catalog.interval DEFAULT NULL,
+	backoff_rate pg_catalog.float8 DEFAULT NULL,
+	max_retries pg_catalog.int4 DEFAULT NULL,
+	max_delay pg_catalog.interval DEFAULT NULL,
+	jitter pg_catalog.text DEFAULT NULL,
+	max_attempts pg_catalog.int4 DEFAULT NULL,
+	on_lease_expiry pg_catalog.text DEFAULT NULL,
+	concurrency_limit pg_catalog.int4 DEFAULT NULL,
+	per_key_limit pg_catalog.int4 DEFAULT NULL,
+	retention pg_catalog.interval DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_alter_queue'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
+	'changes the options it is given (a NULL argument keeps the current value; retention => ''0'' keeps finished jobs until purge)';
+
+REVOKE ALL ON FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) FROM PUBLIC;
+
+COMMENT ON FUNCTION job_state.sweep() IS
+	'applies lease expiry in every queue, submits due schedule ticks and deletes one batch (at most 1000 jobs) of finished jobs past their queue''s retention now; returns how many jobs lease expiry moved plus how many retention deleted';

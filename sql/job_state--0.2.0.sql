@@ -193,6 +193,9 @@ CREATE TABLE job_state.queue (
 		CHECK (acl IS NULL OR pg_catalog.cardinality(acl) OPERATOR(pg_catalog.=) 0
 			   OR (pg_catalog.array_ndims(acl) OPERATOR(pg_catalog.=) 1
 				   AND pg_catalog.array_position(acl, NULL) IS NULL)),
+	retention pg_catalog.interval
+		CONSTRAINT queue_retention_bounded
+		CHECK (retention >= '1 s' AND retention <= '3600 days'),
 	/* spans added to timestamps: at most what create_queue allows */
 	CONSTRAINT queue_spans_bounded
 		CHECK (lease <= '3600 days' AND max_lease <= '3600 days'
@@ -202,6 +205,8 @@ COMMENT ON TABLE job_state.queue IS
 	'one row per queue: lease, retry policy, limits; written by create_queue and alter_queue';
 COMMENT ON COLUMN job_state.queue.acl IS
 	'the queue''s privileges (a = submit, w = claim and act, d = operate, r = read); NULL: open to every role that may execute the functions';
+COMMENT ON COLUMN job_state.queue.retention IS
+	'how long succeeded, failed and cancelled jobs are kept after they finished; sweep() and the sweeper delete older ones with all their rows; NULL: until purge()';
 
 /*
  * Jobs.  The primary key leads with the queue (the distribution key should
@@ -627,7 +632,8 @@ CREATE FUNCTION job_state.create_queue(
 	max_attempts pg_catalog.int4 DEFAULT NULL,
 	on_lease_expiry pg_catalog.text DEFAULT 'unknown',
 	concurrency_limit pg_catalog.int4 DEFAULT NULL,
-	per_key_limit pg_catalog.int4 DEFAULT NULL)
+	per_key_limit pg_catalog.int4 DEFAULT NULL,
+	retention pg_catalog.interval DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'js_create_queue'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
@@ -635,8 +641,8 @@ CREATE FUNCTION job_state.create_queue(
 COMMENT ON FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
 	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
-	pg_catalog.int4, pg_catalog.int4) IS
-	'creates a queue with its lease, retry policy (AWS Step Functions semantics) and limits';
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
+	'creates a queue with its lease, retry policy (AWS Step Functions semantics), limits and retention of finished jobs (NULL or ''0'': kept until purge)';
 
 CREATE FUNCTION job_state.alter_queue(
 	name pg_catalog.text,
@@ -650,7 +656,8 @@ CREATE FUNCTION job_state.alter_queue(
 	max_attempts pg_catalog.int4 DEFAULT NULL,
 	on_lease_expiry pg_catalog.text DEFAULT NULL,
 	concurrency_limit pg_catalog.int4 DEFAULT NULL,
-	per_key_limit pg_catalog.int4 DEFAULT NULL)
+	per_key_limit pg_catalog.int4 DEFAULT NULL,
+	retention pg_catalog.interval DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'js_alter_queue'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
@@ -658,8 +665,8 @@ CREATE FUNCTION job_state.alter_queue(
 COMMENT ON FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
 	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
-	pg_catalog.int4, pg_catalog.int4) IS
-	'changes the options it is given (a NULL argument keeps the current value)';
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
+	'changes the options it is given (a NULL argument keeps the current value; retention => ''0'' keeps finished jobs until purge)';
 
 CREATE FUNCTION job_state.pause_queue(name pg_catalog.text)
 	RETURNS void
@@ -932,7 +939,7 @@ CREATE FUNCTION job_state.sweep()
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
 	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION job_state.sweep() IS
-	'applies lease expiry in every queue and submits due schedule ticks now; returns how many jobs lease expiry moved';
+	'applies lease expiry in every queue, submits due schedule ticks and deletes one batch (at most 1000 jobs) of finished jobs past their queue''s retention now; returns how many jobs lease expiry moved plus how many retention deleted';
 
 /*
  * MAC keys: the newest key of job_state.secret signs new tokens and a
