@@ -20,6 +20,14 @@
  * on a worker or an operator; js_retention_more tells the sweeper that
  * the batch was full and another should follow soon.
  *
+ * The batch size is a constant of the statement, not a parameter, so that
+ * the planner knows the statement touches at most that many jobs, and the
+ * statement is planned (and re-planned, when the plan cache must) with
+ * hash and merge joins off: a batch then reaches the rows of its jobs in
+ * job_event, spend and operation through their (queue, job_id) indexes,
+ * whose cost stays the same however large those tables grow, where a hash
+ * join would read a whole table for a thousand jobs.
+ *
  * Locks: row locks on the jobs it deletes (FOR UPDATE SKIP LOCKED), then
  * the rows of their children, in that order.
  *
@@ -27,6 +35,7 @@
  */
 #include "postgres.h"
 
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 
 #include "job_state.h"
@@ -44,14 +53,14 @@ static JsPlan retention_plan = {
 	"     WHERE v.queue OPERATOR(pg_catalog.=) q.name"
 	"      AND v.status OPERATOR(pg_catalog.=) ANY ('{succeeded,failed,cancelled}'::job_state.status[])"
 	"      AND v.finished_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) q.retention)"
-	"     ORDER BY v.finished_at LIMIT $1"
+	"     ORDER BY v.finished_at LIMIT " CppAsString2(JS_RETENTION_BATCH)
 	"     FOR UPDATE OF v SKIP LOCKED) k"
 	"   WHERE q.retention IS NOT NULL"
-	"   LIMIT $1) k"
+	"   LIMIT " CppAsString2(JS_RETENTION_BATCH) ") k"
 	"  WHERE j.queue OPERATOR(pg_catalog.=) k.queue AND j.id OPERATOR(pg_catalog.=) k.id"
 	"  RETURNING j.queue, j.id),"
 	JS_DELETE_JOB_ROWS,
-	1, {INT8OID}
+	0, {0}
 };
 
 /*
@@ -86,14 +95,19 @@ JsDeleteJobs(JsPlan *plan, Datum *args, const char *nulls)
 int
 JsApplyRetention(void)
 {
-	Datum		args[1];
 	int64		n;
+	int			nestlevel;
 
 	js_retention_more = false;
 	if (get_attnum(JsOwnRelid("queue"), "retention") == InvalidAttrNumber)
 		return 0;
-	args[0] = Int64GetDatum(JS_RETENTION_BATCH);
-	n = JsDeleteJobs(&retention_plan, args, NULL);
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	n = JsDeleteJobs(&retention_plan, NULL, NULL);
+	AtEOXact_GUC(true, nestlevel);
 	js_retention_more = (n >= JS_RETENTION_BATCH);
 	return (int) n;
 }
