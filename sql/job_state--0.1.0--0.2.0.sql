@@ -370,3 +370,52 @@ REVOKE ALL ON FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interva
 
 COMMENT ON FUNCTION job_state.sweep() IS
 	'applies lease expiry in every queue, submits due schedule ticks and deletes one batch (at most 1000 jobs) of finished jobs past their queue''s retention now; returns how many jobs lease expiry moved plus how many retention deleted';
+
+/*
+ * Progress: heartbeat(token, extend, progress) stores the latest progress
+ * of the current claim (fenced like the lease it extends) in three new
+ * columns of job_state.job, shown at the end of my_jobs and queue_jobs.
+ * heartbeat gets the argument, so the 0.1.0 function is dropped and made
+ * again (none for PUBLIC, as in the fresh install).
+ */
+ALTER TABLE job_state.job
+	ADD COLUMN progress pg_catalog.jsonb,
+	ADD COLUMN progress_generation pg_catalog.int4,
+	ADD COLUMN progress_at pg_catalog.timestamptz;
+COMMENT ON COLUMN job_state.job.progress IS
+	'the latest progress a heartbeat of the job reported (at most 64 kB); kept across attempts: progress_generation says which one';
+COMMENT ON COLUMN job_state.job.progress_generation IS
+	'the generation of the claim whose heartbeat reported progress';
+COMMENT ON COLUMN job_state.job.progress_at IS
+	'when progress was reported';
+
+DROP FUNCTION job_state.heartbeat(job_state.claim_token, pg_catalog.interval);
+CREATE FUNCTION job_state.heartbeat(
+	token job_state.claim_token,
+	extend pg_catalog.interval DEFAULT NULL,
+	progress pg_catalog.jsonb DEFAULT NULL)
+	RETURNS TABLE(lease_expires_at pg_catalog.timestamptz,
+		cancel_requested pg_catalog.bool)
+	AS 'MODULE_PATHNAME', 'js_heartbeat'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.heartbeat(job_state.claim_token, pg_catalog.interval, pg_catalog.jsonb) IS
+	'extends the lease of a running job (never past started_at + max_lease), stores its progress if given (NULL keeps the last) and reports a cancel request';
+REVOKE ALL ON FUNCTION job_state.heartbeat(job_state.claim_token, pg_catalog.interval, pg_catalog.jsonb) FROM PUBLIC;
+
+CREATE OR REPLACE VIEW job_state.my_jobs WITH (security_barrier) AS
+	SELECT id AS job_id, queue, status, idempotency_key, input, result,
+		   last_error, reason, attempts, accepted_at, started_at, finished_at,
+		   progress, progress_generation, progress_at
+	  FROM job_state.job
+	 WHERE submitted_by::pg_catalog.oid OPERATOR(pg_catalog.=)
+		   pg_catalog.to_regrole(pg_catalog.quote_ident(CURRENT_USER))::pg_catalog.oid;
+
+CREATE OR REPLACE VIEW job_state.queue_jobs WITH (security_barrier) AS
+	SELECT id AS job_id, queue, status, submitted_by, idempotency_key, input,
+		   result, last_error, reason, attempts, accepted_at, started_at,
+		   finished_at, progress, progress_generation, progress_at
+	  FROM job_state.job
+	 WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(
+		   SELECT q.name FROM job_state.queue q
+			WHERE job_state.has_queue_privilege(q.name, 'read')));

@@ -259,6 +259,9 @@ CREATE TABLE job_state.job (
 	error_class job_state.error_class,
 	reason pg_catalog.text,
 	spent pg_catalog.jsonb NOT NULL DEFAULT '{}',
+	progress pg_catalog.jsonb,
+	progress_generation pg_catalog.int4,
+	progress_at pg_catalog.timestamptz,
 	PRIMARY KEY (queue, id)
 ) WITH (fillfactor = 80,
 		autovacuum_vacuum_scale_factor = 0.01,
@@ -269,6 +272,12 @@ COMMENT ON TABLE job_state.job IS
 	'one row per job; every write is checked by the job_state_fsm trigger (which also checks the key lengths and max_attempts, in place of CHECK constraints that would be parsed again for every statement)';
 COMMENT ON COLUMN job_state.job.submitted_by IS
 	'the role that submitted the job (the caller of submit, following SET ROLE), by OID: follows renames; 0 once the role is dropped';
+COMMENT ON COLUMN job_state.job.progress IS
+	'the latest progress a heartbeat of the job reported (at most 64 kB); kept across attempts: progress_generation says which one';
+COMMENT ON COLUMN job_state.job.progress_generation IS
+	'the generation of the claim whose heartbeat reported progress';
+COMMENT ON COLUMN job_state.job.progress_at IS
+	'when progress was reported';
 
 CREATE UNIQUE INDEX job_idempotency_key ON job_state.job (queue, idempotency_key)
 	WHERE idempotency_key IS NOT NULL;
@@ -789,14 +798,15 @@ COMMENT ON FUNCTION job_state.claim(pg_catalog.text, pg_catalog.text,
 
 CREATE FUNCTION job_state.heartbeat(
 	token job_state.claim_token,
-	extend pg_catalog.interval DEFAULT NULL)
+	extend pg_catalog.interval DEFAULT NULL,
+	progress pg_catalog.jsonb DEFAULT NULL)
 	RETURNS TABLE(lease_expires_at pg_catalog.timestamptz,
 		cancel_requested pg_catalog.bool)
 	AS 'MODULE_PATHNAME', 'js_heartbeat'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1
 	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION job_state.heartbeat(job_state.claim_token, pg_catalog.interval) IS
-	'extends the lease of a running job (never past started_at + max_lease) and reports a cancel request';
+COMMENT ON FUNCTION job_state.heartbeat(job_state.claim_token, pg_catalog.interval, pg_catalog.jsonb) IS
+	'extends the lease of a running job (never past started_at + max_lease), stores its progress if given (NULL keeps the last) and reports a cancel request';
 
 CREATE FUNCTION job_state.assert_claim(token job_state.claim_token)
 	RETURNS void
@@ -1059,7 +1069,8 @@ COMMENT ON VIEW job_state.queue_stats IS
 
 CREATE VIEW job_state.my_jobs WITH (security_barrier) AS
 	SELECT id AS job_id, queue, status, idempotency_key, input, result,
-		   last_error, reason, attempts, accepted_at, started_at, finished_at
+		   last_error, reason, attempts, accepted_at, started_at, finished_at,
+		   progress, progress_generation, progress_at
 	  FROM job_state.job
 	 WHERE submitted_by::pg_catalog.oid OPERATOR(pg_catalog.=)
 		   pg_catalog.to_regrole(pg_catalog.quote_ident(CURRENT_USER))::pg_catalog.oid;
@@ -1081,7 +1092,7 @@ COMMENT ON VIEW job_state.queue_privileges IS
 CREATE VIEW job_state.queue_jobs WITH (security_barrier) AS
 	SELECT id AS job_id, queue, status, submitted_by, idempotency_key, input,
 		   result, last_error, reason, attempts, accepted_at, started_at,
-		   finished_at
+		   finished_at, progress, progress_generation, progress_at
 	  FROM job_state.job
 	 WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(
 		   SELECT q.name FROM job_state.queue q
