@@ -34,6 +34,7 @@ OBJS = \
 	src/purge.o \
 	src/retention.o \
 	src/operation.o \
+	src/ref.o \
 	src/limits.o \
 	src/slot.o \
 	src/namecheck.o \

@@ -325,6 +325,24 @@ COMMENT ON TABLE job_state.spend IS
 CREATE INDEX spend_job ON job_state.spend (queue, job_id);
 
 /*
+ * References a worker attached to its job (ref.c).
+ */
+CREATE TABLE job_state.job_ref (
+	queue pg_catalog.text NOT NULL,
+	job_id pg_catalog.int8 NOT NULL,
+	kind pg_catalog.text NOT NULL
+		CHECK (pg_catalog.length(kind) BETWEEN 1 AND 128),
+	ref pg_catalog.text NOT NULL
+		CHECK (pg_catalog.octet_length(ref) BETWEEN 1 AND 255),
+	generation pg_catalog.int4 NOT NULL,
+	added_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	PRIMARY KEY (queue, job_id, kind, ref)
+);
+COMMENT ON TABLE job_state.job_ref IS
+	'references a worker attached to its job (add_ref): an agent session, an execution id elsewhere; append-only, they leave with their job';
+CREATE INDEX job_ref_ref ON job_state.job_ref (kind, ref);
+
+/*
  * Limits shared by all claimers: resources (a model's quota across queues)
  * and the slot rows that count running jobs per queue, resource and key.
  */
@@ -530,6 +548,16 @@ CREATE TRIGGER job_state_append_only_truncate
 	BEFORE TRUNCATE ON job_state.job_event
 	FOR EACH STATEMENT EXECUTE FUNCTION job_state.append_only_trigger();
 ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only_truncate;
+
+/* job_state.job_ref */
+CREATE TRIGGER job_state_ref_append_only
+	BEFORE UPDATE OR DELETE ON job_state.job_ref
+	FOR EACH ROW EXECUTE FUNCTION job_state.append_only_trigger();
+ALTER TABLE job_state.job_ref ENABLE ALWAYS TRIGGER job_state_ref_append_only;
+CREATE TRIGGER job_state_ref_append_only_truncate
+	BEFORE TRUNCATE ON job_state.job_ref
+	FOR EACH STATEMENT EXECUTE FUNCTION job_state.append_only_trigger();
+ALTER TABLE job_state.job_ref ENABLE ALWAYS TRIGGER job_state_ref_append_only_truncate;
 
 /* job_state.spend */
 CREATE TRIGGER job_state_spend_append_only
@@ -908,6 +936,30 @@ COMMENT ON FUNCTION job_state.finish_operation(job_state.claim_token, pg_catalog
 	'records that a side effect is done, with its result; later attempts get it back from begin_operation';
 
 /*
+ * References: what a worker attached to its job, and the jobs an operator
+ * finds by one.
+ */
+CREATE FUNCTION job_state.add_ref(
+	token job_state.claim_token,
+	kind pg_catalog.text,
+	ref pg_catalog.text)
+	RETURNS pg_catalog.bool
+	AS 'MODULE_PATHNAME', 'js_add_ref'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.add_ref(job_state.claim_token, pg_catalog.text, pg_catalog.text) IS
+	'attaches a reference (kind, ref) to the job of the current claim; true when added, false when the job had it already';
+
+CREATE FUNCTION job_state.find_job(kind pg_catalog.text, ref pg_catalog.text)
+	RETURNS TABLE(queue pg_catalog.text, job_id pg_catalog.int8,
+		status job_state.status)
+	AS 'MODULE_PATHNAME', 'js_find_job'
+	LANGUAGE C STABLE PARALLEL SAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.find_job(pg_catalog.text, pg_catalog.text) IS
+	'the jobs, of the queues the current user may read, that a worker attached the reference (kind, ref) to';
+
+/*
  * Budgets: spend against a job's meters.
  */
 CREATE FUNCTION job_state.charge(
@@ -1144,6 +1196,7 @@ SELECT pg_catalog.pg_extension_config_dump('job_state.job', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_event', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.spend', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.operation', '');
+SELECT pg_catalog.pg_extension_config_dump('job_state.job_ref', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.queue_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_event_seq', '');

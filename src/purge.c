@@ -16,7 +16,9 @@
 
 #include "miscadmin.h"
 #include "utils/array.h"
+#include "catalog/namespace.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "job_state.h"
 #include "tables.h"
@@ -33,6 +35,18 @@ static JsPlan purge_plan = {
 	"   AND ($2::pg_catalog.text[] IS NULL OR queue OPERATOR(pg_catalog.=) ANY ($2))"
 	"  RETURNING queue, id),"
 	JS_DELETE_JOB_ROWS,
+	2, {INTERVALOID, TEXTARRAYOID}
+};
+
+/* on the 0.1.0 schema, which has no job_ref */
+static JsPlan purge_plan_010 = {
+	"WITH d AS ("
+	"  DELETE FROM job_state.job"
+	"  WHERE status OPERATOR(pg_catalog.=) ANY ('{succeeded,failed,cancelled}'::job_state.status[])"
+	"   AND finished_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
+	"   AND ($2::pg_catalog.text[] IS NULL OR queue OPERATOR(pg_catalog.=) ANY ($2))"
+	"  RETURNING queue, id),"
+	JS_DELETE_JOB_ROWS_010,
 	2, {INTERVALOID, TEXTARRAYOID}
 };
 
@@ -94,7 +108,8 @@ js_purge(PG_FUNCTION_ARGS)
 	args[0] = PG_GETARG_DATUM(0);
 	args[1] = JsOperableQueues();
 	nulls[1] = args[1] == (Datum) 0 ? 'n' : ' ';
-	n = JsDeleteJobs(&purge_plan, args, nulls);
+	n = JsDeleteJobs(OidIsValid(get_relname_relid("job_ref", get_namespace_oid("job_state", false))) ?
+					 &purge_plan : &purge_plan_010, args, nulls);
 	SPI_finish();
 	PG_RETURN_INT64(n);
 }
