@@ -184,7 +184,7 @@ my ($retention_plan) = $plans =~ /(Query Text: WITH d AS \(  DELETE FROM job_sta
 ok(defined $retention_plan, 'auto_explain logged the plan of the retention statement');
 $retention_plan //= '';
 note($retention_plan);
-for my $table (qw(job job_event spend operation))
+for my $table (qw(job job_event spend operation job_ref))
 {
 	unlike($retention_plan, qr/Seq Scan on $table\b/, "the retention statement reads job_state.$table by index");
 }
