@@ -1196,7 +1196,8 @@ SELECT pg_catalog.pg_extension_config_dump('job_state.job', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_event', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.spend', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.operation', '');
-SELECT pg_catalog.pg_extension_config_dump('job_state.job_ref', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.queue_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_event_seq', '');
+/* added in 0.2.0: last, where the upgrade registers it too */
+SELECT pg_catalog.pg_extension_config_dump('job_state.job_ref', '');
