@@ -35,7 +35,9 @@ OBJS = \
 	src/cron.o \
 	src/schedule.o \
 	src/purge.o \
+	src/retention.o \
 	src/operation.o \
+	src/ref.o \
 	src/limits.o \
 	src/slot.o \
 	src/namecheck.o \

@@ -360,3 +360,193 @@ COMMENT ON PROCEDURE job_state.wait(pg_catalog.int8, pg_catalog.interval,
 REVOKE ALL ON PROCEDURE job_state.wait(pg_catalog.int8, pg_catalog.interval,
 	job_state.status, pg_catalog.jsonb, pg_catalog.jsonb, pg_catalog.text,
 	pg_catalog.timestamptz) FROM PUBLIC;
+
+/*
+ * Retention: a queue keeps its succeeded, failed and cancelled jobs for
+ * its retention after they finished (NULL: until purge); sweep() and the
+ * sweeper delete older ones, with every row of theirs, in batches
+ * (retention.c).  create_queue and alter_queue get the option as a last
+ * argument, so the 0.1.0 functions are dropped and made again (with the
+ * grants of the fresh install: none for PUBLIC).
+ */
+ALTER TABLE job_state.queue ADD COLUMN retention pg_catalog.interval
+	CONSTRAINT queue_retention_bounded
+	CHECK (retention >= '1 s' AND retention <= '3600 days');
+COMMENT ON COLUMN job_state.queue.retention IS
+	'how long succeeded, failed and cancelled jobs are kept after they finished; sweep() and the sweeper delete older ones with all their rows; NULL: until purge()';
+
+DROP FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4);
+CREATE FUNCTION job_state.create_queue(
+	name pg_catalog.text,
+	lease pg_catalog.interval DEFAULT '5 min',
+	max_lease pg_catalog.interval DEFAULT '12 hours',
+	retry_interval pg_catalog.interval DEFAULT '2 s',
+	backoff_rate pg_catalog.float8 DEFAULT 2.0,
+	max_retries pg_catalog.int4 DEFAULT 3,
+	max_delay pg_catalog.interval DEFAULT '30 s',
+	jitter pg_catalog.text DEFAULT 'full',
+	max_attempts pg_catalog.int4 DEFAULT NULL,
+	on_lease_expiry pg_catalog.text DEFAULT 'unknown',
+	concurrency_limit pg_catalog.int4 DEFAULT NULL,
+	per_key_limit pg_catalog.int4 DEFAULT NULL,
+	retention pg_catalog.interval DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_create_queue'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
+	'creates a queue with its lease, retry policy (AWS Step Functions semantics), limits and retention of finished jobs (NULL or ''0'': kept until purge)';
+
+REVOKE ALL ON FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) FROM PUBLIC;
+
+DROP FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4);
+CREATE FUNCTION job_state.alter_queue(
+	name pg_catalog.text,
+	lease pg_catalog.interval DEFAULT NULL,
+	max_lease pg_catalog.interval DEFAULT NULL,
+	retry_interval pg_catalog.interval DEFAULT NULL,
+	backoff_rate pg_catalog.float8 DEFAULT NULL,
+	max_retries pg_catalog.int4 DEFAULT NULL,
+	max_delay pg_catalog.interval DEFAULT NULL,
+	jitter pg_catalog.text DEFAULT NULL,
+	max_attempts pg_catalog.int4 DEFAULT NULL,
+	on_lease_expiry pg_catalog.text DEFAULT NULL,
+	concurrency_limit pg_catalog.int4 DEFAULT NULL,
+	per_key_limit pg_catalog.int4 DEFAULT NULL,
+	retention pg_catalog.interval DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_alter_queue'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
+	'changes the options it is given (a NULL argument keeps the current value; retention => ''0'' keeps finished jobs until purge)';
+
+REVOKE ALL ON FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
+	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) FROM PUBLIC;
+
+COMMENT ON FUNCTION job_state.sweep() IS
+	'applies lease expiry in every queue, submits due schedule ticks and deletes one batch (at most 1000 jobs) of finished jobs past their queue''s retention now; returns how many jobs lease expiry moved plus how many retention deleted';
+
+/*
+ * Progress: heartbeat(token, extend, progress) stores the latest progress
+ * of the current claim (fenced like the lease it extends) in three new
+ * columns of job_state.job, shown at the end of my_jobs and queue_jobs.
+ * heartbeat gets the argument, so the 0.1.0 function is dropped and made
+ * again (none for PUBLIC, as in the fresh install).
+ */
+ALTER TABLE job_state.job
+	ADD COLUMN progress pg_catalog.jsonb,
+	ADD COLUMN progress_generation pg_catalog.int4,
+	ADD COLUMN progress_at pg_catalog.timestamptz;
+COMMENT ON COLUMN job_state.job.progress IS
+	'the latest progress a heartbeat of the job reported (at most 64 kB); kept across attempts: progress_generation says which one';
+COMMENT ON COLUMN job_state.job.progress_generation IS
+	'the generation of the claim whose heartbeat reported progress';
+COMMENT ON COLUMN job_state.job.progress_at IS
+	'when progress was reported';
+
+DROP FUNCTION job_state.heartbeat(job_state.claim_token, pg_catalog.interval);
+CREATE FUNCTION job_state.heartbeat(
+	token job_state.claim_token,
+	extend pg_catalog.interval DEFAULT NULL,
+	progress pg_catalog.jsonb DEFAULT NULL)
+	RETURNS TABLE(lease_expires_at pg_catalog.timestamptz,
+		cancel_requested pg_catalog.bool)
+	AS 'MODULE_PATHNAME', 'js_heartbeat'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.heartbeat(job_state.claim_token, pg_catalog.interval, pg_catalog.jsonb) IS
+	'extends the lease of a running job (never past started_at + max_lease), stores its progress if given (NULL keeps the last) and reports a cancel request';
+REVOKE ALL ON FUNCTION job_state.heartbeat(job_state.claim_token, pg_catalog.interval, pg_catalog.jsonb) FROM PUBLIC;
+
+CREATE OR REPLACE VIEW job_state.my_jobs WITH (security_barrier) AS
+	SELECT id AS job_id, queue, status, idempotency_key, input, result,
+		   last_error, reason, attempts, accepted_at, started_at, finished_at,
+		   progress, progress_generation, progress_at
+	  FROM job_state.job
+	 WHERE submitted_by::pg_catalog.oid OPERATOR(pg_catalog.=)
+		   pg_catalog.to_regrole(pg_catalog.quote_ident(CURRENT_USER))::pg_catalog.oid;
+
+CREATE OR REPLACE VIEW job_state.queue_jobs WITH (security_barrier) AS
+	SELECT id AS job_id, queue, status, submitted_by, idempotency_key, input,
+		   result, last_error, reason, attempts, accepted_at, started_at,
+		   finished_at, progress, progress_generation, progress_at
+	  FROM job_state.job
+	 WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(
+		   SELECT q.name FROM job_state.queue q
+			WHERE job_state.has_queue_privilege(q.name, 'read')));
+
+/*
+ * References: add_ref(token, kind, ref) attaches an external id to the
+ * job of the current claim, find_job(kind, ref) finds the jobs again (of
+ * the queues the caller may read).  job_state.job_ref is append-only and
+ * goes with its job (purge, retention).
+ */
+CREATE TABLE job_state.job_ref (
+	queue pg_catalog.text NOT NULL,
+	job_id pg_catalog.int8 NOT NULL,
+	kind pg_catalog.text NOT NULL
+		CHECK (pg_catalog.length(kind) BETWEEN 1 AND 128),
+	ref pg_catalog.text NOT NULL
+		CHECK (pg_catalog.octet_length(ref) BETWEEN 1 AND 255),
+	generation pg_catalog.int4 NOT NULL,
+	added_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	PRIMARY KEY (queue, job_id, kind, ref)
+);
+COMMENT ON TABLE job_state.job_ref IS
+	'references a worker attached to its job (add_ref): an agent session, an execution id elsewhere; append-only, they leave with their job';
+CREATE INDEX job_ref_ref ON job_state.job_ref (kind, ref);
+/* job_state.job_ref */
+CREATE TRIGGER job_state_ref_append_only
+	BEFORE UPDATE OR DELETE ON job_state.job_ref
+	FOR EACH ROW EXECUTE FUNCTION job_state.append_only_trigger();
+ALTER TABLE job_state.job_ref ENABLE ALWAYS TRIGGER job_state_ref_append_only;
+CREATE TRIGGER job_state_ref_append_only_truncate
+	BEFORE TRUNCATE ON job_state.job_ref
+	FOR EACH STATEMENT EXECUTE FUNCTION job_state.append_only_trigger();
+ALTER TABLE job_state.job_ref ENABLE ALWAYS TRIGGER job_state_ref_append_only_truncate;
+
+/*
+ * References: what a worker attached to its job, and the jobs an operator
+ * finds by one.
+ */
+CREATE FUNCTION job_state.add_ref(
+	token job_state.claim_token,
+	kind pg_catalog.text,
+	ref pg_catalog.text)
+	RETURNS pg_catalog.bool
+	AS 'MODULE_PATHNAME', 'js_add_ref'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.add_ref(job_state.claim_token, pg_catalog.text, pg_catalog.text) IS
+	'attaches a reference (kind, ref) to the job of the current claim; true when added, false when the job had it already';
+
+CREATE FUNCTION job_state.find_job(kind pg_catalog.text, ref pg_catalog.text)
+	RETURNS TABLE(queue pg_catalog.text, job_id pg_catalog.int8,
+		status job_state.status)
+	AS 'MODULE_PATHNAME', 'js_find_job'
+	LANGUAGE C STABLE PARALLEL SAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.find_job(pg_catalog.text, pg_catalog.text) IS
+	'the jobs, of the queues the current user may read, that a worker attached the reference (kind, ref) to';
+REVOKE ALL ON job_state.job_ref FROM PUBLIC;
+REVOKE ALL ON FUNCTION job_state.add_ref(job_state.claim_token, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION job_state.find_job(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('job_state.job_ref', '');

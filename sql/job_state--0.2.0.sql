@@ -193,6 +193,9 @@ CREATE TABLE job_state.queue (
 		CHECK (acl IS NULL OR pg_catalog.cardinality(acl) OPERATOR(pg_catalog.=) 0
 			   OR (pg_catalog.array_ndims(acl) OPERATOR(pg_catalog.=) 1
 				   AND pg_catalog.array_position(acl, NULL) IS NULL)),
+	retention pg_catalog.interval
+		CONSTRAINT queue_retention_bounded
+		CHECK (retention >= '1 s' AND retention <= '3600 days'),
 	/* spans added to timestamps: at most what create_queue allows */
 	CONSTRAINT queue_spans_bounded
 		CHECK (lease <= '3600 days' AND max_lease <= '3600 days'
@@ -202,6 +205,8 @@ COMMENT ON TABLE job_state.queue IS
 	'one row per queue: lease, retry policy, limits; written by create_queue and alter_queue';
 COMMENT ON COLUMN job_state.queue.acl IS
 	'the queue''s privileges (a = submit, w = claim and act, d = operate, r = read); NULL: open to every role that may execute the functions';
+COMMENT ON COLUMN job_state.queue.retention IS
+	'how long succeeded, failed and cancelled jobs are kept after they finished; sweep() and the sweeper delete older ones with all their rows; NULL: until purge()';
 
 /*
  * Jobs.  The primary key leads with the queue (the distribution key should
@@ -256,6 +261,9 @@ CREATE TABLE job_state.job (
 	spent pg_catalog.jsonb NOT NULL DEFAULT '{}',
 	callback_timeout_at pg_catalog.timestamptz,
 	heartbeat_interval pg_catalog.interval,
+	progress pg_catalog.jsonb,
+	progress_generation pg_catalog.int4,
+	progress_at pg_catalog.timestamptz,
 	PRIMARY KEY (queue, id)
 ) WITH (fillfactor = 80,
 		autovacuum_vacuum_scale_factor = 0.01,
@@ -270,6 +278,12 @@ COMMENT ON COLUMN job_state.job.heartbeat_interval IS
 	'while the job is waiting for a callback: how long each heartbeat keeps the waiting window open (NULL: no heartbeat needed)';
 COMMENT ON COLUMN job_state.job.submitted_by IS
 	'the role that submitted the job (the caller of submit, following SET ROLE), by OID: follows renames; 0 once the role is dropped';
+COMMENT ON COLUMN job_state.job.progress IS
+	'the latest progress a heartbeat of the job reported (at most 64 kB); kept across attempts: progress_generation says which one';
+COMMENT ON COLUMN job_state.job.progress_generation IS
+	'the generation of the claim whose heartbeat reported progress';
+COMMENT ON COLUMN job_state.job.progress_at IS
+	'when progress was reported';
 
 CREATE UNIQUE INDEX job_idempotency_key ON job_state.job (queue, idempotency_key)
 	WHERE idempotency_key IS NOT NULL;
@@ -316,6 +330,24 @@ CREATE TABLE job_state.spend (
 COMMENT ON TABLE job_state.spend IS
 	'ledger of charge() calls; job.spent holds the running totals';
 CREATE INDEX spend_job ON job_state.spend (queue, job_id);
+
+/*
+ * References a worker attached to its job (ref.c).
+ */
+CREATE TABLE job_state.job_ref (
+	queue pg_catalog.text NOT NULL,
+	job_id pg_catalog.int8 NOT NULL,
+	kind pg_catalog.text NOT NULL
+		CHECK (pg_catalog.length(kind) BETWEEN 1 AND 128),
+	ref pg_catalog.text NOT NULL
+		CHECK (pg_catalog.octet_length(ref) BETWEEN 1 AND 255),
+	generation pg_catalog.int4 NOT NULL,
+	added_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	PRIMARY KEY (queue, job_id, kind, ref)
+);
+COMMENT ON TABLE job_state.job_ref IS
+	'references a worker attached to its job (add_ref): an agent session, an execution id elsewhere; append-only, they leave with their job';
+CREATE INDEX job_ref_ref ON job_state.job_ref (kind, ref);
 
 /*
  * Limits shared by all claimers: resources (a model's quota across queues)
@@ -524,6 +556,16 @@ CREATE TRIGGER job_state_append_only_truncate
 	FOR EACH STATEMENT EXECUTE FUNCTION job_state.append_only_trigger();
 ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only_truncate;
 
+/* job_state.job_ref */
+CREATE TRIGGER job_state_ref_append_only
+	BEFORE UPDATE OR DELETE ON job_state.job_ref
+	FOR EACH ROW EXECUTE FUNCTION job_state.append_only_trigger();
+ALTER TABLE job_state.job_ref ENABLE ALWAYS TRIGGER job_state_ref_append_only;
+CREATE TRIGGER job_state_ref_append_only_truncate
+	BEFORE TRUNCATE ON job_state.job_ref
+	FOR EACH STATEMENT EXECUTE FUNCTION job_state.append_only_trigger();
+ALTER TABLE job_state.job_ref ENABLE ALWAYS TRIGGER job_state_ref_append_only_truncate;
+
 /* job_state.spend */
 CREATE TRIGGER job_state_spend_append_only
 	BEFORE UPDATE OR DELETE ON job_state.spend
@@ -634,7 +676,8 @@ CREATE FUNCTION job_state.create_queue(
 	max_attempts pg_catalog.int4 DEFAULT NULL,
 	on_lease_expiry pg_catalog.text DEFAULT 'unknown',
 	concurrency_limit pg_catalog.int4 DEFAULT NULL,
-	per_key_limit pg_catalog.int4 DEFAULT NULL)
+	per_key_limit pg_catalog.int4 DEFAULT NULL,
+	retention pg_catalog.interval DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'js_create_queue'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
@@ -642,8 +685,8 @@ CREATE FUNCTION job_state.create_queue(
 COMMENT ON FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
 	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
-	pg_catalog.int4, pg_catalog.int4) IS
-	'creates a queue with its lease, retry policy (AWS Step Functions semantics) and limits';
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
+	'creates a queue with its lease, retry policy (AWS Step Functions semantics), limits and retention of finished jobs (NULL or ''0'': kept until purge)';
 
 CREATE FUNCTION job_state.alter_queue(
 	name pg_catalog.text,
@@ -657,7 +700,8 @@ CREATE FUNCTION job_state.alter_queue(
 	max_attempts pg_catalog.int4 DEFAULT NULL,
 	on_lease_expiry pg_catalog.text DEFAULT NULL,
 	concurrency_limit pg_catalog.int4 DEFAULT NULL,
-	per_key_limit pg_catalog.int4 DEFAULT NULL)
+	per_key_limit pg_catalog.int4 DEFAULT NULL,
+	retention pg_catalog.interval DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'js_alter_queue'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
@@ -665,8 +709,8 @@ CREATE FUNCTION job_state.alter_queue(
 COMMENT ON FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
 	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
-	pg_catalog.int4, pg_catalog.int4) IS
-	'changes the options it is given (a NULL argument keeps the current value)';
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
+	'changes the options it is given (a NULL argument keeps the current value; retention => ''0'' keeps finished jobs until purge)';
 
 CREATE FUNCTION job_state.pause_queue(name pg_catalog.text)
 	RETURNS void
@@ -789,14 +833,15 @@ COMMENT ON FUNCTION job_state.claim(pg_catalog.text, pg_catalog.text,
 
 CREATE FUNCTION job_state.heartbeat(
 	token job_state.claim_token,
-	extend pg_catalog.interval DEFAULT NULL)
+	extend pg_catalog.interval DEFAULT NULL,
+	progress pg_catalog.jsonb DEFAULT NULL)
 	RETURNS TABLE(lease_expires_at pg_catalog.timestamptz,
 		cancel_requested pg_catalog.bool)
 	AS 'MODULE_PATHNAME', 'js_heartbeat'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1
 	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION job_state.heartbeat(job_state.claim_token, pg_catalog.interval) IS
-	'extends the lease of a running job (never past started_at + max_lease) and reports a cancel request';
+COMMENT ON FUNCTION job_state.heartbeat(job_state.claim_token, pg_catalog.interval, pg_catalog.jsonb) IS
+	'extends the lease of a running job (never past started_at + max_lease), stores its progress if given (NULL keeps the last) and reports a cancel request';
 
 CREATE FUNCTION job_state.assert_claim(token job_state.claim_token)
 	RETURNS void
@@ -934,6 +979,30 @@ COMMENT ON FUNCTION job_state.finish_operation(job_state.claim_token, pg_catalog
 	'records that a side effect is done, with its result; later attempts get it back from begin_operation';
 
 /*
+ * References: what a worker attached to its job, and the jobs an operator
+ * finds by one.
+ */
+CREATE FUNCTION job_state.add_ref(
+	token job_state.claim_token,
+	kind pg_catalog.text,
+	ref pg_catalog.text)
+	RETURNS pg_catalog.bool
+	AS 'MODULE_PATHNAME', 'js_add_ref'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.add_ref(job_state.claim_token, pg_catalog.text, pg_catalog.text) IS
+	'attaches a reference (kind, ref) to the job of the current claim; true when added, false when the job had it already';
+
+CREATE FUNCTION job_state.find_job(kind pg_catalog.text, ref pg_catalog.text)
+	RETURNS TABLE(queue pg_catalog.text, job_id pg_catalog.int8,
+		status job_state.status)
+	AS 'MODULE_PATHNAME', 'js_find_job'
+	LANGUAGE C STABLE PARALLEL SAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.find_job(pg_catalog.text, pg_catalog.text) IS
+	'the jobs, of the queues the current user may read, that a worker attached the reference (kind, ref) to';
+
+/*
  * Budgets: spend against a job's meters.
  */
 CREATE FUNCTION job_state.charge(
@@ -975,7 +1044,7 @@ CREATE FUNCTION job_state.sweep()
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
 	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION job_state.sweep() IS
-	'applies lease expiry in every queue and submits due schedule ticks now; returns how many jobs lease expiry moved';
+	'applies lease expiry in every queue, submits due schedule ticks and deletes one batch (at most 1000 jobs) of finished jobs past their queue''s retention now; returns how many jobs lease expiry moved plus how many retention deleted';
 
 /*
  * MAC keys: the newest key of job_state.secret signs new tokens and a
@@ -1100,7 +1169,8 @@ COMMENT ON VIEW job_state.queue_stats IS
 
 CREATE VIEW job_state.my_jobs WITH (security_barrier) AS
 	SELECT id AS job_id, queue, status, idempotency_key, input, result,
-		   last_error, reason, attempts, accepted_at, started_at, finished_at
+		   last_error, reason, attempts, accepted_at, started_at, finished_at,
+		   progress, progress_generation, progress_at
 	  FROM job_state.job
 	 WHERE submitted_by::pg_catalog.oid OPERATOR(pg_catalog.=)
 		   pg_catalog.to_regrole(pg_catalog.quote_ident(CURRENT_USER))::pg_catalog.oid;
@@ -1123,7 +1193,7 @@ COMMENT ON VIEW job_state.queue_privileges IS
 CREATE VIEW job_state.queue_jobs WITH (security_barrier) AS
 	SELECT id AS job_id, queue, status, submitted_by, idempotency_key, input,
 		   result, last_error, reason, attempts, accepted_at, started_at,
-		   finished_at
+		   finished_at, progress, progress_generation, progress_at
 	  FROM job_state.job
 	 WHERE queue OPERATOR(pg_catalog.=) ANY (ARRAY(
 		   SELECT q.name FROM job_state.queue q
@@ -1179,3 +1249,5 @@ SELECT pg_catalog.pg_extension_config_dump('job_state.operation', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.queue_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job_event_seq', '');
+/* added in 0.2.0: last, where the upgrade registers it too */
+SELECT pg_catalog.pg_extension_config_dump('job_state.job_ref', '');

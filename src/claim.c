@@ -14,6 +14,9 @@
  * job requeued by that expiry is claimable by the next pass.
  * Queues with a concurrency limit, a per-key limit or jobs naming a
  * resource take the slot-taking path of claim_limited.c instead.
+ * heartbeat extends the lease of the current claim only (the generation is
+ * in its WHERE clause) and may store the attempt's progress with it, so a
+ * stale worker can neither extend nor report.
  *
  * Locks: the row locks of the jobs it takes (and of the leases it expires).
  *
@@ -132,6 +135,45 @@ static JsPlan heartbeat_plan = {
 };
 
 /*
+ * heartbeat with progress: the same, and $5 becomes the job's progress,
+ * stamped with the generation of the claim that reported it.  A statement
+ * of its own, so that heartbeat without progress still works on the 0.1.0
+ * schema (no progress columns, and no progress argument).
+ */
+static JsPlan heartbeat_progress_plan = {
+	"UPDATE job_state.job j SET lease_expires_at = LEAST("
+	"   pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
+	"    LEAST(COALESCE($4, q.lease), q.max_lease),"
+	"   j.started_at OPERATOR(pg_catalog.+) q.max_lease),"
+	"  progress = $5, progress_generation = j.generation,"
+	"  progress_at = pg_catalog.clock_timestamp()"
+	" FROM job_state.queue q"
+	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3"
+	"  AND j.status OPERATOR(pg_catalog.=) 'running'"
+	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+	"  AND j.started_at OPERATOR(pg_catalog.+) q.max_lease OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+	"  AND q.name OPERATOR(pg_catalog.=) j.queue"
+	" RETURNING j.lease_expires_at, j.cancel_requested",
+	5, {TEXTOID, INT8OID, INT4OID, INTERVALOID, JSONBOID}
+};
+
+/* the largest progress a heartbeat stores, in bytes of its jsonb */
+#define JS_MAX_PROGRESS_BYTES 65536
+
+static void
+JsCheckProgress(Jsonb *progress)
+{
+	Size		size = VARSIZE(progress);
+
+	if (size > JS_MAX_PROGRESS_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("progress must be at most %d bytes", JS_MAX_PROGRESS_BYTES),
+				 errdetail("The progress given is %zu bytes as jsonb.", size),
+				 errhint("Keep large output elsewhere and report a reference to it as progress.")));
+}
+
+/*
  * A waiting job's heartbeat (callback.c) moves its waiting window: to now +
  * extend, or + the wait's heartbeat_interval, never past the callback
  * timeout; a wait without a heartbeat interval has the timeout as its
@@ -149,16 +191,34 @@ static JsPlan heartbeat_waiting_plan = {
 	4, {TEXTOID, INT8OID, INT4OID, INTERVALOID}
 };
 
+/* the same with progress ($5), as heartbeat_progress_plan does for running */
+static JsPlan heartbeat_waiting_progress_plan = {
+	"UPDATE job_state.job j SET lease_expires_at = CASE"
+	"   WHEN COALESCE($4, j.heartbeat_interval) IS NULL THEN j.callback_timeout_at"
+	"   ELSE LEAST(pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
+	"     COALESCE($4, j.heartbeat_interval), j.callback_timeout_at) END,"
+	"  progress = $5, progress_generation = j.generation,"
+	"  progress_at = pg_catalog.clock_timestamp()"
+	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3"
+	"  AND j.status OPERATOR(pg_catalog.=) 'waiting'"
+	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+	" RETURNING j.lease_expires_at, j.cancel_requested",
+	5, {TEXTOID, INT8OID, INT4OID, INTERVALOID, JSONBOID}
+};
+
 Datum
 js_heartbeat(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	JsClaimToken *token;
 	const char *queue;
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	Datum		out[2];
 	bool		outnulls[2] = {false, false};
+
+	/* 0.1.0's heartbeat has no progress argument */
+	bool		with_progress = PG_NARGS() > 2 && !PG_ARGISNULL(2);
 
 	JsRefuseNull(fcinfo, 0, "token");
 	token = PG_GETARG_CLAIM_TOKEN(0);
@@ -168,15 +228,24 @@ js_heartbeat(PG_FUNCTION_ARGS)
 				 errmsg("extend must be positive")));
 	if (!PG_ARGISNULL(1))
 		JsCheckSpanBound("extend", PG_GETARG_INTERVAL_P(1));
+	if (with_progress)
+	{
+		Jsonb	   *progress = PG_GETARG_JSONB_P(2);
+
+		JsCheckProgress(progress);
+		values[4] = JsonbPGetDatum(progress);
+	}
 
 	JsInitMaterialized(fcinfo);
 	SPI_connect();
 	queue = JsTokenFenceCallback(token, values);
 	values[3] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[3] = PG_ARGISNULL(1) ? 'n' : ' ';
-	if (JsExecute(&heartbeat_plan, values, nulls, false, 0) != 1 &&
+	if (JsExecute(with_progress ? &heartbeat_progress_plan : &heartbeat_plan,
+				  values, nulls, false, 0) != 1 &&
 		(!JsSchemaHasWaiting() ||
-		 JsExecute(&heartbeat_waiting_plan, values, nulls, false, 0) != 1))
+		 JsExecute(with_progress ? &heartbeat_waiting_progress_plan : &heartbeat_waiting_plan,
+				   values, nulls, false, 0) != 1))
 		JsRefuseToken(queue, token, "heartbeat");
 
 	out[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &outnulls[0]);

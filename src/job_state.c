@@ -30,6 +30,7 @@ bool		js_check_statement_names = false;
 int			js_claim_rescan_interval = 1000;
 int			js_claim_frontiers = 64;
 int			js_wait_poll_interval = 100;
+int			js_min_retention = 60;
 
 static const struct config_enum_entry js_notify_options[] = {
 	{"on", JS_NOTIFY_ON, false},
@@ -105,6 +106,15 @@ JsDefineGucs(bool preloading)
 							1000, 10, INT_MAX,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("job_state.min_retention",
+							"Shortest retention create_queue and alter_queue accept.",
+							"For tests that must see retention at work within seconds; only a superuser can lower it below the default of one minute.",
+							&js_min_retention,
+							60, 1, 60,
+							PGC_SUSET,
+							GUC_UNIT_S,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("job_state.claim_rescan_interval",

@@ -70,6 +70,7 @@ extern bool js_check_statement_names;	/* namecheck.c */
 extern int	js_claim_rescan_interval;	/* claim_mark.c, frontier.c */
 extern int	js_claim_frontiers;	/* frontier.c */
 extern int	js_wait_poll_interval;	/* wait.c, waiter.c */
+extern int	js_min_retention;	/* queue.c: seconds */
 extern void JsDefineGucs(bool preloading);
 
 /*

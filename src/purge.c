@@ -5,9 +5,8 @@
  *
  * Deletes succeeded, failed and cancelled jobs that finished before
  * now() - older_than, together with their history, spend and operation
- * records, in
- * one statement.  The job trigger refuses every other DELETE; it lets this
- * one through while js_purging is set.  Unknown jobs are never purged:
+ * records, in one statement run by retention.c (the one deletion path,
+ * shared with the queues' retention).  Unknown jobs are never purged:
  * they wait for reconcile.  Once a job is purged its idempotency key can
  * be used again.  A role purges only the queues it may operate (acl.c).
  *
@@ -17,10 +16,13 @@
 
 #include "miscadmin.h"
 #include "utils/array.h"
+#include "catalog/namespace.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "job_state.h"
 #include "tables.h"
+#include "rules.h"
 #include "acl.h"
 
 PG_FUNCTION_INFO_V1(js_purge);
@@ -32,13 +34,19 @@ static JsPlan purge_plan = {
 	"   AND finished_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
 	"   AND ($2::pg_catalog.text[] IS NULL OR queue OPERATOR(pg_catalog.=) ANY ($2))"
 	"  RETURNING queue, id),"
-	" e AS (DELETE FROM job_state.job_event v USING d"
-	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id),"
-	" s AS (DELETE FROM job_state.spend v USING d"
-	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id),"
-	" o AS (DELETE FROM job_state.operation v USING d"
-	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)"
-	" SELECT pg_catalog.count(*) FROM d",
+	JS_DELETE_JOB_ROWS,
+	2, {INTERVALOID, TEXTARRAYOID}
+};
+
+/* on the 0.1.0 schema, which has no job_ref */
+static JsPlan purge_plan_010 = {
+	"WITH d AS ("
+	"  DELETE FROM job_state.job"
+	"  WHERE status OPERATOR(pg_catalog.=) ANY ('{succeeded,failed,cancelled}'::job_state.status[])"
+	"   AND finished_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
+	"   AND ($2::pg_catalog.text[] IS NULL OR queue OPERATOR(pg_catalog.=) ANY ($2))"
+	"  RETURNING queue, id),"
+	JS_DELETE_JOB_ROWS_010,
 	2, {INTERVALOID, TEXTARRAYOID}
 };
 
@@ -100,17 +108,8 @@ js_purge(PG_FUNCTION_ARGS)
 	args[0] = PG_GETARG_DATUM(0);
 	args[1] = JsOperableQueues();
 	nulls[1] = args[1] == (Datum) 0 ? 'n' : ' ';
-	js_purging = true;
-	PG_TRY();
-	{
-		JsExecute(&purge_plan, args, nulls, false, 0);
-		n = JsGetInt64(0, 1, NULL);
-	}
-	PG_FINALLY();
-	{
-		js_purging = false;
-	}
-	PG_END_TRY();
+	n = JsDeleteJobs(OidIsValid(get_relname_relid("job_ref", get_namespace_oid("job_state", false))) ?
+					 &purge_plan : &purge_plan_010, args, nulls);
 	SPI_finish();
 	PG_RETURN_INT64(n);
 }

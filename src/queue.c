@@ -5,7 +5,9 @@
  *	  resume_queue (a queue's options are read by tables.c).
  *
  * Options are checked here, with 22023 and a message that names the
- * option; the table's CHECK constraints repeat the rules for raw SQL.
+ * option; the table's CHECK constraints repeat the rules for raw SQL
+ * (retention's floor, job_state.min_retention, only here: the table
+ * takes down to one second).
  * Locks: the queue row, by the statements' own row locks; the job
  * table's triggers on the queue (queue_trigger.c) take theirs.
  *
@@ -48,7 +50,8 @@ enum
 	ARG_MAX_ATTEMPTS,
 	ARG_ON_LEASE_EXPIRY,
 	ARG_CONCURRENCY_LIMIT,
-	ARG_PER_KEY_LIMIT
+	ARG_PER_KEY_LIMIT,
+	ARG_RETENTION				/* 0.2.0; not passed on the 0.1.0 schema */
 };
 
 static const char *const js_queue_args[JS_QUEUE_NARGS] = {
@@ -93,6 +96,17 @@ static JsPlan alter_plan = {
 	JS_QUEUE_NARGS, JS_QUEUE_ARGTYPES
 };
 
+/*
+ * retention is written by a statement of its own, so that create_queue
+ * and alter_queue still work, without it, on the 0.1.0 schema (a backend
+ * of the new library before ALTER EXTENSION UPDATE), where the function
+ * has no retention argument and the table no column.
+ */
+static JsPlan retention_plan = {
+	"UPDATE job_state.queue SET retention = $2 WHERE name OPERATOR(pg_catalog.=) $1",
+	2, {TEXTOID, INTERVALOID}
+};
+
 static JsPlan pause_plan = {
 	"UPDATE job_state.queue SET paused = $2 WHERE name OPERATOR(pg_catalog.=) $1",
 	2, {TEXTOID, BOOLOID}
@@ -126,6 +140,8 @@ JsBadOption(const char *option, const char *rule)
  * Check the options given; a NULL is refused for create_queue options that
  * have no "unset" meaning, and means "keep" for alter_queue.
  */
+static void JsCheckRetention(Interval *retention);
+
 static void
 JsCheckQueueOptions(FunctionCallInfo fcinfo, bool creating)
 {
@@ -181,6 +197,56 @@ JsCheckQueueOptions(FunctionCallInfo fcinfo, bool creating)
 		JsBadOption("concurrency_limit", "must be at least 1");
 	if (!PG_ARGISNULL(ARG_PER_KEY_LIMIT) && PG_GETARG_INT32(ARG_PER_KEY_LIMIT) < 1)
 		JsBadOption("per_key_limit", "must be at least 1");
+	if (PG_NARGS() > ARG_RETENTION && !PG_ARGISNULL(ARG_RETENTION))
+		JsCheckRetention(PG_GETARG_INTERVAL_P(ARG_RETENTION));
+}
+
+/*
+ * retention: '0' is "keep forever" (stored as NULL); anything else lies
+ * between job_state.min_retention (one minute unless a superuser lowered
+ * it) and the bound of every span.
+ */
+static void
+JsCheckRetention(Interval *retention)
+{
+	Interval	floor;
+
+	JsCheckNotNegative("queue option retention", retention);
+	if (!JsIntervalPositive(retention))
+		return;
+	JsCheckSpanBound("queue option retention", retention);
+	memset(&floor, 0, sizeof(floor));
+	floor.time = (int64) js_min_retention * USECS_PER_SEC;
+	if (DatumGetBool(DirectFunctionCall2(interval_lt,
+										 IntervalPGetDatum(retention),
+										 IntervalPGetDatum(&floor))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("queue option retention must be at least %d seconds",
+						js_min_retention),
+				 errdetail("The value given is %s.",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(retention)))),
+				 errhint("Give '0' to keep finished jobs until purge() deletes them.")));
+}
+
+/*
+ * Write the retention option if it was given (after the row's INSERT or
+ * UPDATE); '0' clears it.  Needs SPI.
+ */
+static void
+JsWriteRetention(FunctionCallInfo fcinfo)
+{
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+
+	if (PG_NARGS() <= ARG_RETENTION || PG_ARGISNULL(ARG_RETENTION))
+		return;
+	values[0] = PG_GETARG_DATUM(ARG_NAME);
+	values[1] = PG_GETARG_DATUM(ARG_RETENTION);
+	if (!JsIntervalPositive(PG_GETARG_INTERVAL_P(ARG_RETENTION)))
+		nulls[1] = 'n';
+	JsExecute(&retention_plan, values, nulls, false, 0);
 }
 
 static void
@@ -223,6 +289,7 @@ js_create_queue(PG_FUNCTION_ARGS)
 				 errhint("Use job_state.alter_queue() to change its options.")));
 	/* the queue trigger creates the slots of its limits */
 	JsCreateStaleCounter(JsGetInt32(0, 1, NULL));
+	JsWriteRetention(fcinfo);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -239,6 +306,7 @@ js_alter_queue(PG_FUNCTION_ARGS)
 	SPI_connect();
 	if (JsExecute(&alter_plan, values, nulls, false, 0) == 0)
 		JsNoSuchQueue(fcinfo);
+	JsWriteRetention(fcinfo);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

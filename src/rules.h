@@ -69,4 +69,38 @@ extern void JsCheckSpentForward(int64 job_id, Jsonb *oldspent, Jsonb *newspent);
 /* lease.c */
 extern int	JsExpireLeases(const char *queue);
 
+/*
+ * retention.c: the tail of every statement that deletes jobs (its CTE d
+ * returns the queue and id of each job deleted): the job's rows in the
+ * other per-job tables (job_event, spend, operation, job_ref) go with it,
+ * and the statement returns the count.
+ */
+#define JS_DELETE_JOB_ROWS \
+	" e AS (DELETE FROM job_state.job_event v USING d" \
+	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)," \
+	" s AS (DELETE FROM job_state.spend v USING d" \
+	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)," \
+	" o AS (DELETE FROM job_state.operation v USING d" \
+	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)," \
+	" r AS (DELETE FROM job_state.job_ref v USING d" \
+	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)" \
+	" SELECT pg_catalog.count(*) FROM d"
+
+/* the same, on the 0.1.0 schema (before ALTER EXTENSION UPDATE): no job_ref */
+#define JS_DELETE_JOB_ROWS_010 \
+	" e AS (DELETE FROM job_state.job_event v USING d" \
+	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)," \
+	" s AS (DELETE FROM job_state.spend v USING d" \
+	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)," \
+	" o AS (DELETE FROM job_state.operation v USING d" \
+	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)" \
+	" SELECT pg_catalog.count(*) FROM d"
+
+/* jobs one retention step deletes at most */
+#define JS_RETENTION_BATCH 1000
+
+extern bool js_retention_more;
+extern int64 JsDeleteJobs(JsPlan *plan, Datum *args, const char *nulls);
+extern int	JsApplyRetention(void);
+
 #endif							/* JS_RULES_H */

@@ -1,10 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * sweeper.c
- *	  sweep() -- lease expiry (lease.c) and due schedule ticks
- *	  (schedule.c) -- and the sweeper background worker that runs it every
+ *	  sweep() -- lease expiry (lease.c), due schedule ticks (schedule.c)
+ *	  and one batch of the queues' retention (retention.c) -- and the
+ *	  sweeper background worker that runs it every
  *	  job_state.sweep_interval, so that nobody has to call claim() or
- *	  sweep() for leases to expire and schedules to fire.
+ *	  sweep() for leases to expire, schedules to fire and old jobs to go.
+ *	  A round whose retention batch was full is followed by the next after
+ *	  a pause of JS_RETENTION_YIELD_MS, not a whole interval: each batch
+ *	  commits on its own, so a backlog is worked off in short transactions.
  *
  * It is registered from _PG_init only while shared_preload_libraries is
  * being processed; without preloading, everything else works and sweep()
@@ -30,6 +34,7 @@
  */
 #include "postgres.h"
 
+#include "common/int.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
@@ -46,6 +51,7 @@ PG_FUNCTION_INFO_V1(js_sweep);
 
 #define JS_SWEEPER_NAME "job_state sweeper"
 #define JS_SWEEPER_RESTART_SECS 5
+#define JS_RETENTION_YIELD_MS 10	/* pause between two full retention batches */
 
 PGDLLEXPORT void js_sweeper_main(Datum main_arg);
 
@@ -71,7 +77,7 @@ JsSweep(void *arg)
 	JsExecute(&sweep_plan, NULL, NULL, false, 1);
 	if (JsGetInt32(0, 1, NULL) > 0)
 		ereport(DEBUG1,
-				(errmsg_internal("job_state sweeper: lease expiry moved %d jobs",
+				(errmsg_internal("job_state sweeper: lease expiry and retention changed %d jobs",
 								 JsGetInt32(0, 1, NULL))));
 }
 
@@ -92,6 +98,8 @@ js_sweeper_main(Datum main_arg)
 
 	for (;;)
 	{
+		bool		more;
+
 		CHECK_FOR_INTERRUPTS();
 
 		if (ConfigReloadPending)
@@ -106,13 +114,21 @@ js_sweeper_main(Datum main_arg)
 								js_sweep_interval)));
 		}
 
-		(void) JsWorkerRound(round_context, sweep_plan.sql, JsSweep, NULL);
+		js_retention_more = false;
+		more = JsWorkerRound(round_context, sweep_plan.sql, JsSweep, NULL) &&
+			js_retention_more;
 		MemoryContextSwitchTo(TopMemoryContext);
 		MemoryContextReset(round_context);
 
+		/*
+		 * A full retention batch: the round has committed it; yield for a
+		 * moment, then delete the next batch rather than wait a whole
+		 * interval.
+		 */
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 js_sweep_interval,
+						 more ? Min(js_sweep_interval, JS_RETENTION_YIELD_MS)
+						 : js_sweep_interval,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
@@ -121,11 +137,16 @@ js_sweeper_main(Datum main_arg)
 Datum
 js_sweep(PG_FUNCTION_ARGS)
 {
+	int			moved;
+	int			deleted;
 	int			n;
 
 	SPI_connect();
-	n = JsExpireLeases(NULL);
+	moved = JsExpireLeases(NULL);
 	(void) JsRunSchedules();	/* ticks submitted are not counted in n */
+	deleted = JsApplyRetention();
 	SPI_finish();
+	if (pg_add_s32_overflow(moved, deleted, &n))
+		n = PG_INT32_MAX;
 	PG_RETURN_INT32(n);
 }

@@ -21,7 +21,7 @@ GRANT EXECUTE ON FUNCTION job_state.submit(text, jsonb, text, timestamptz, int, 
 	timestamptz, jsonb, text, text) TO regress_js_submitter;
 GRANT SELECT ON job_state.my_jobs TO regress_js_submitter;
 GRANT EXECUTE ON FUNCTION job_state.claim(text, text, interval, int),
-	job_state.heartbeat(job_state.claim_token, interval),
+	job_state.heartbeat(job_state.claim_token, interval, jsonb),
 	job_state.assert_claim(job_state.claim_token),
 	job_state.succeed(job_state.claim_token, jsonb),
 	job_state.succeed_many(job_state.claim_token[], jsonb[]),

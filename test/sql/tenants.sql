@@ -16,7 +16,7 @@ GRANT USAGE ON SCHEMA job_state TO regress_js_tenants;
 GRANT EXECUTE ON FUNCTION job_state.submit(text, jsonb, text, timestamptz, int, int,
 	timestamptz, jsonb, text, text),
 	job_state.claim(text, text, interval, int),
-	job_state.heartbeat(job_state.claim_token, interval),
+	job_state.heartbeat(job_state.claim_token, interval, jsonb),
 	job_state.assert_claim(job_state.claim_token),
 	job_state.succeed(job_state.claim_token, jsonb),
 	job_state.succeed_many(job_state.claim_token[], jsonb[]),
