@@ -127,8 +127,10 @@ class Api(BaseHTTPRequestHandler):
                     "SELECT job_id, created, status::text"
                     "  FROM job_state.submit(%s, %s::jsonb, %s)",
                     (self.server.queue, json.dumps(body), key)).fetchone()
+                applied = {}
                 if wait and status not in TERMINAL:
-                    status = wait_for(conn, job_id, wait)
+                    if wait_for(conn, job_id, wait):
+                        applied = {"Preference-Applied": "wait=%d" % wait}
                 job = read_job(conn, job_id)
         except psycopg.Error as e:
             state = e.sqlstate or ""
@@ -136,7 +138,7 @@ class Api(BaseHTTPRequestHandler):
                               "submit refused")
         code = 200 if job["status"] in TERMINAL else 202
         job["created"] = created
-        self.reply(code, job, {"Location": "/jobs/%d" % job_id})
+        self.reply(code, job, dict(applied, Location="/jobs/%d" % job_id))
 
     def post_callback(self, token, body):
         if not isinstance(body, dict) or ("result" in body) == ("error" in body):
@@ -167,22 +169,23 @@ def prefer_wait(header):
 
 
 def wait_for(conn, job_id, seconds):
-    """Wait until the job ends or the time is up; return its status.
+    """Wait until the job ends or the time is up; True if job_state.wait
+    did the waiting (answered as Preference-Applied).
 
     CALL job_state.wait holds no snapshot while it sleeps.  Where the
     installed job_state has no wait procedure yet (42883), poll instead."""
     try:
-        row = conn.execute(
-            "CALL job_state.wait(%s, %s::interval, NULL, NULL, NULL, NULL, NULL)",
-            (job_id, "%d s" % seconds)).fetchone()
-        return row[0]
+        conn.execute("CALL job_state.wait(%s, %s::interval, NULL, NULL, NULL, NULL, NULL)",
+                     (job_id, "%d s" % seconds))
+        return True
     except psycopg.errors.UndefinedFunction:
         end = time.monotonic() + seconds
-        while True:
+        while time.monotonic() < end:
             status = read_job(conn, job_id)["status"]
-            if status in TERMINAL or status == "unknown" or time.monotonic() > end:
-                return status
+            if status in TERMINAL or status == "unknown":
+                break
             time.sleep(0.2)
+        return False
 
 
 _progress = {}
