@@ -110,8 +110,12 @@ class Api(BaseHTTPRequestHandler):
         m = re.fullmatch(r"/jobs/([0-9]{1,18})", self.path)
         if not m:
             return self.reply(404, {"error": "no such resource"})
-        with connect(self.server.dsn) as conn:
-            job = read_job(conn, int(m.group(1)))
+        try:
+            with connect(self.server.dsn) as conn:
+                job = read_job(conn, int(m.group(1)))
+        except psycopg.Error as e:
+            state = e.sqlstate or ""
+            return self.error(SUBMIT_STATUS.get(state, 500), state, "read refused")
         if job is None:
             return self.reply(404, {"error": "no such job"})
         self.reply(200, job)

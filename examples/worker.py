@@ -257,11 +257,9 @@ def main():
     model = Model(args.external_dsn, args.seed)
     runtime = Runtime(args.external_dsn, args.api, args.seed)
     stop = threading.Event()
-    deaths = 0
 
     def supervise(i):
         # a worker that died is replaced, as a process manager would
-        nonlocal deaths
         n = 0
         while not stop.is_set():
             try:
@@ -270,8 +268,6 @@ def main():
                 print("worker: w%d.%d stopped on SQLSTATE %s" % (i, n, e.sqlstate),
                       file=sys.stderr, flush=True)
                 time.sleep(0.2)
-            if not stop.is_set():
-                deaths += 1
             n += 1
 
     threads = [threading.Thread(target=supervise, args=(i,), daemon=True)
