@@ -25,7 +25,6 @@ import argparse
 import json
 import re
 import sys
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import psycopg
@@ -173,41 +172,19 @@ def prefer_wait(header):
 
 
 def wait_for(conn, job_id, seconds):
-    """Wait until the job ends or the time is up; True if job_state.wait
-    did the waiting (answered as Preference-Applied).
-
-    CALL job_state.wait holds no snapshot while it sleeps.  Where the
-    installed job_state has no wait procedure yet (42883), poll instead."""
-    try:
-        conn.execute("CALL job_state.wait(%s, %s::interval, NULL, NULL, NULL, NULL, NULL)",
-                     (job_id, "%d s" % seconds))
-        return True
-    except psycopg.errors.UndefinedFunction:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            status = read_job(conn, job_id)["status"]
-            if status in TERMINAL or status == "unknown":
-                break
-            time.sleep(0.2)
-        return False
-
-
-_progress = {}
+    """Wait until the job ends or the time is up (answered as
+    Preference-Applied).  CALL job_state.wait holds no snapshot and no lock
+    while it sleeps; it needs autocommit, as it commits between its reads."""
+    conn.execute("CALL job_state.wait(%s, %s::interval, NULL, NULL, NULL, NULL, NULL)",
+                 (job_id, "%d s" % seconds))
+    return True
 
 
 def read_job(conn, job_id):
     """The job as the client sees it, through the view queue_jobs (which
-    shows only the queues the role may read)."""
-    dsn = conn.info.dsn
-    if dsn not in _progress:
-        # another branch adds a progress column: show it where it exists
-        _progress[dsn] = conn.execute(
-            "SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute"
-            " WHERE attrelid OPERATOR(pg_catalog.=) 'job_state.queue_jobs'::pg_catalog.regclass"
-            " AND attname OPERATOR(pg_catalog.=) 'progress' AND NOT attisdropped)").fetchone()[0]
-    cols = "job_id, status::text, result, last_error, reason, attempts"
-    if _progress[dsn]:
-        cols += ", progress"
+    shows only the queues the role may read), with the progress its
+    worker last reported."""
+    cols = "job_id, status::text, result, last_error, reason, attempts, progress"
     row = conn.execute("SELECT %s FROM job_state.queue_jobs"
                        " WHERE job_id OPERATOR(pg_catalog.=) %%s" % cols,
                        (job_id,)).fetchone()
@@ -220,7 +197,7 @@ def read_job(conn, job_id):
         job["last_error"] = row[3]
     if row[4] is not None:
         job["reason"] = row[4]
-    if _progress[dsn]:
+    if row[6] is not None:
         job["progress"] = row[6]
     return job
 

@@ -55,29 +55,24 @@ GRANT USAGE ON SCHEMA job_state TO js_example_front, js_example_callback,
 GRANT EXECUTE ON FUNCTION job_state.submit(text, jsonb, text, timestamptz, int,
 	int, timestamptz, jsonb, text, text) TO js_example_front;
 GRANT SELECT ON job_state.queue_jobs TO js_example_front, js_example_operator;
--- job_state.wait is on branch wait; grant it where it exists
-DO $$
-BEGIN
-	IF pg_catalog.to_regproc('job_state.wait') IS NOT NULL THEN
-		GRANT EXECUTE ON PROCEDURE job_state.wait TO js_example_front;
-	END IF;
-END
-$$;
+GRANT EXECUTE ON PROCEDURE job_state.wait(bigint, interval, job_state.status,
+	jsonb, jsonb, text, timestamptz) TO js_example_front;
 
 GRANT EXECUTE ON FUNCTION
 	job_state.succeed(job_state.claim_token, jsonb),
 	job_state.fail(job_state.claim_token, job_state.error_class, jsonb, interval),
-	job_state.heartbeat(job_state.claim_token, interval)
+	job_state.heartbeat(job_state.claim_token, interval, jsonb)
 	TO js_example_callback;
 
 GRANT EXECUTE ON FUNCTION
 	job_state.claim(text, text, interval, int),
-	job_state.heartbeat(job_state.claim_token, interval),
+	job_state.heartbeat(job_state.claim_token, interval, jsonb),
 	job_state.succeed(job_state.claim_token, jsonb),
 	job_state.fail(job_state.claim_token, job_state.error_class, jsonb, interval),
 	job_state.begin_operation(job_state.claim_token, text),
 	job_state.finish_operation(job_state.claim_token, text, jsonb),
-	job_state.wait_for_callback(job_state.claim_token, interval, interval, boolean)
+	job_state.wait_for_callback(job_state.claim_token, interval, interval, boolean),
+	job_state.add_ref(job_state.claim_token, text, text)
 	TO js_example_worker;
 
 GRANT EXECUTE ON FUNCTION

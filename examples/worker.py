@@ -191,6 +191,10 @@ def work(args, model, runtime, stop, name):
                 continue
             token, job_id, attempt, job_input, generation = row
             if job_input.get("kind") == "long":
+                # where the work goes, so an operator can find the job from
+                # the runtime's side (find_job), then the hand-over
+                conn.execute("SELECT job_state.add_ref(%s::job_state.claim_token, 'runtime_task', %s)",
+                             (token, "task-%d-%d" % (job_id, generation)))
                 conn.execute("SELECT job_state.wait_for_callback(%s::job_state.claim_token,"
                              " %s::interval)", (token, "%s s" % CALLBACK_TIMEOUT))
                 runtime.hand(job_id, generation, token, job_input)
@@ -214,6 +218,9 @@ def short_job(conn, model, token, job_id, attempt, job_input):
         "SELECT state, result FROM job_state.begin_operation(%s::job_state.claim_token, %s)",
         (token, op_id)).fetchone()
     note(model, job_id, attempt, state)
+    # the API's GET /jobs/{id} shows this (fenced like the lease it extends)
+    conn.execute("SELECT job_state.heartbeat(%s::job_state.claim_token, progress => %s::jsonb)",
+                 (token, json.dumps({"step": "calling the model", "attempt": attempt})))
     result = None
     if state == "done":
         result = stored
