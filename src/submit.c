@@ -419,8 +419,8 @@ JsManyArray(FunctionCallInfo fcinfo, int arg, int n, Datum **elems, bool **nulls
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must have one element per input", js_many_names[arg]),
-				 errdetail("%s has %d elements; inputs has %d.", js_many_names[arg],
-						   count, n),
+				 errdetail("Array %s has length %d; inputs has length %d.",
+						   js_many_names[arg], count, n),
 				 errhint("Pass NULL elements for the jobs that take the default, or omit the array.")));
 	get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
 	deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign,
