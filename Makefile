@@ -17,6 +17,7 @@ OBJS = \
 	src/claim_limited.o \
 	src/lease.o \
 	src/complete.o \
+	src/callback.o \
 	src/operator.o \
 	src/retry.o \
 	src/budget.o \
@@ -81,6 +82,7 @@ src/take.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules
 src/claim_limited.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/take.h src/claim_mark.h src/frontier.h
 src/lease.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/frontier.h
 src/complete.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/token.h src/frontier.h
+src/callback.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/token.h src/frontier.h
 src/operator.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h src/frontier.h
 src/retry.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/frontier.h
 src/budget.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/token.h src/frontier.h

@@ -201,7 +201,8 @@ CREATE VIEW job_state.queue_privileges WITH (security_barrier) AS
 		   CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'public'
 				ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END AS grantee,
 		   CASE a.privilege_type WHEN 'INSERT' THEN 'submit' WHEN 'UPDATE' THEN 'claim'
-				WHEN 'DELETE' THEN 'operate' WHEN 'SELECT' THEN 'read' END AS privilege
+				WHEN 'DELETE' THEN 'operate' WHEN 'SELECT' THEN 'read'
+				WHEN 'TRIGGER' THEN 'callback' END AS privilege
 	  FROM job_state.queue q
 	  CROSS JOIN LATERAL pg_catalog.aclexplode(q.acl) a
 	 WHERE job_state.has_queue_privilege(q.name, 'operate');
@@ -236,13 +237,56 @@ ALTER VIEW job_state.dead_letters SET (security_barrier);
 COMMENT ON VIEW job_state.dead_letters IS
 	'failed jobs and jobs whose outcome is unknown, of the queues the current user may read: candidates for reconcile or redrive';
 
+/*
+ * Waiting for a callback (callback.c): the status waiting, between running
+ * and succeeded, and the job's callback timeout and heartbeat interval.  A
+ * value added to an enum cannot be used in the transaction that adds it,
+ * so nothing below names 'waiting': job_lease covers the jobs with a lease
+ * (running and waiting, fsm.c) and queue_stats counts the waiting jobs by
+ * their callback timeout, which a job has exactly while it waits.
+ */
+ALTER TYPE job_state.status ADD VALUE 'waiting' AFTER 'running';
+COMMENT ON TYPE job_state.status IS
+	'lifecycle of a job: accepted -> running (-> waiting for a callback) -> succeeded | failed | unknown; see the README for every allowed transition';
+
+ALTER TABLE job_state.job
+	ADD COLUMN callback_timeout_at pg_catalog.timestamptz,
+	ADD COLUMN heartbeat_interval pg_catalog.interval;
+COMMENT ON COLUMN job_state.job.callback_timeout_at IS
+	'while the job is waiting for a callback: when its outcome becomes unknown if no callback came (lease_expires_at is the waiting window, up to this); NULL otherwise';
+COMMENT ON COLUMN job_state.job.heartbeat_interval IS
+	'while the job is waiting for a callback: how long each heartbeat keeps the waiting window open (NULL: no heartbeat needed)';
+
+DROP INDEX job_state.job_lease;
+/* running and waiting jobs: the only ones with a lease (fsm.c) */
+CREATE INDEX job_lease ON job_state.job (queue, lease_expires_at)
+	WHERE lease_expires_at IS NOT NULL;
+
+CREATE FUNCTION job_state.wait_for_callback(
+	token job_state.claim_token,
+	timeout pg_catalog.interval,
+	heartbeat pg_catalog.interval DEFAULT NULL,
+	release_slots pg_catalog.bool DEFAULT false)
+	RETURNS TABLE(status job_state.status, callback_timeout_at pg_catalog.timestamptz,
+				  lease_expires_at pg_catalog.timestamptz)
+	AS 'MODULE_PATHNAME', 'js_wait_for_callback'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.wait_for_callback(job_state.claim_token, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.bool) IS
+	'hands a running job to a system that calls back: the job waits (same generation, so the token is the callback token for succeed, fail and heartbeat) until timeout, or a missed heartbeat, makes it unknown; release_slots gives its concurrency slots up meanwhile; reports the state a faster callback already left';
+REVOKE ALL ON FUNCTION job_state.wait_for_callback(job_state.claim_token, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
+/* ---- end of Waiting for a callback ---------------------------------- */
+
 CREATE OR REPLACE VIEW job_state.queue_stats AS
 	SELECT q.name AS queue,
 		   s.accepted, s.running, s.succeeded, s.failed, s.unknown, s.cancelled,
 		   s.oldest_waiting, s.wait_p50, s.wait_p95, s.run_p50, s.run_p95,
 		   s.throttle_rate,
 		   s.failed + s.unknown AS dead_letters,
-		   COALESCE(r.stale_refusals, 0) AS stale_refusals
+		   COALESCE(r.stale_refusals, 0) AS stale_refusals,
+		   s.waiting, s.callback_timeouts
 	  FROM job_state.queue q
 	  CROSS JOIN LATERAL (
 		SELECT pg_catalog.count(*) FILTER (WHERE j.status = 'accepted') AS accepted,
@@ -251,6 +295,10 @@ CREATE OR REPLACE VIEW job_state.queue_stats AS
 			   pg_catalog.count(*) FILTER (WHERE j.status = 'failed') AS failed,
 			   pg_catalog.count(*) FILTER (WHERE j.status = 'unknown') AS unknown,
 			   pg_catalog.count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled,
+			   /* a job has a callback timeout exactly while it is waiting (fsm.c) */
+			   pg_catalog.count(*) FILTER (WHERE j.callback_timeout_at IS NOT NULL) AS waiting,
+			   pg_catalog.count(*) FILTER (WHERE j.reason IN ('callback_timeout', 'heartbeat_timeout'))
+				 AS callback_timeouts,
 			   pg_catalog.now() - pg_catalog.min(j.run_after)
 				 FILTER (WHERE j.status = 'accepted' AND j.run_after <= pg_catalog.now())
 				 AS oldest_waiting,
@@ -274,7 +322,7 @@ CREATE OR REPLACE VIEW job_state.queue_stats AS
 	 WHERE job_state.has_queue_privilege(q.name, 'read');
 ALTER VIEW job_state.queue_stats SET (security_barrier);
 COMMENT ON VIEW job_state.queue_stats IS
-	'one row per queue the current user may read: jobs per status, oldest waiting age, wait (accept to start) and run time percentiles over the last hour, throttle rate, dead letters and stale-token refusals';
+	'one row per queue the current user may read: jobs per status, oldest waiting age, wait (accept to start) and run time percentiles over the last hour, throttle rate, dead letters, stale-token refusals, jobs waiting for a callback and jobs whose callback or heartbeat did not come in time';
 /* ---- end of Per-queue privileges ------------------------------------ */
 
 /*

@@ -25,9 +25,9 @@ REVOKE ALL ON SCHEMA job_state FROM PUBLIC;
  * with its I/O functions, accessors and equality operators.
  */
 CREATE TYPE job_state.status AS ENUM
-	('accepted', 'running', 'succeeded', 'failed', 'unknown', 'cancelled');
+	('accepted', 'running', 'waiting', 'succeeded', 'failed', 'unknown', 'cancelled');
 COMMENT ON TYPE job_state.status IS
-	'lifecycle of a job: accepted -> running -> succeeded | failed | unknown; see the README for every allowed transition';
+	'lifecycle of a job: accepted -> running (-> waiting for a callback) -> succeeded | failed | unknown; see the README for every allowed transition';
 
 CREATE TYPE job_state.error_class AS ENUM
 	('transient', 'throttled', 'permanent', 'unknown');
@@ -254,6 +254,8 @@ CREATE TABLE job_state.job (
 	error_class job_state.error_class,
 	reason pg_catalog.text,
 	spent pg_catalog.jsonb NOT NULL DEFAULT '{}',
+	callback_timeout_at pg_catalog.timestamptz,
+	heartbeat_interval pg_catalog.interval,
 	PRIMARY KEY (queue, id)
 ) WITH (fillfactor = 80,
 		autovacuum_vacuum_scale_factor = 0.01,
@@ -262,6 +264,10 @@ CREATE TABLE job_state.job (
 		vacuum_truncate = false);
 COMMENT ON TABLE job_state.job IS
 	'one row per job; every write is checked by the job_state_fsm trigger (which also checks the key lengths and max_attempts, in place of CHECK constraints that would be parsed again for every statement)';
+COMMENT ON COLUMN job_state.job.callback_timeout_at IS
+	'while the job is waiting for a callback: when its outcome becomes unknown if no callback came (lease_expires_at is the waiting window, up to this); NULL otherwise';
+COMMENT ON COLUMN job_state.job.heartbeat_interval IS
+	'while the job is waiting for a callback: how long each heartbeat keeps the waiting window open (NULL: no heartbeat needed)';
 COMMENT ON COLUMN job_state.job.submitted_by IS
 	'the role that submitted the job (the caller of submit, following SET ROLE), by OID: follows renames; 0 once the role is dropped';
 
@@ -269,8 +275,9 @@ CREATE UNIQUE INDEX job_idempotency_key ON job_state.job (queue, idempotency_key
 	WHERE idempotency_key IS NOT NULL;
 CREATE INDEX job_ready ON job_state.job (queue, priority DESC, run_after, id)
 	WHERE status = 'accepted';
+/* running and waiting jobs: the only ones with a lease (fsm.c) */
 CREATE INDEX job_lease ON job_state.job (queue, lease_expires_at)
-	WHERE status = 'running';
+	WHERE lease_expires_at IS NOT NULL;
 CREATE INDEX job_finished ON job_state.job (queue, finished_at)
 	WHERE status IN ('succeeded', 'failed', 'cancelled', 'unknown');
 
@@ -853,6 +860,20 @@ COMMENT ON FUNCTION job_state.fail(job_state.claim_token, job_state.error_class,
 	pg_catalog.jsonb, pg_catalog.interval) IS
 	'ends an attempt: transient/throttled retry by the queue policy while limits allow, permanent fails, unknown goes to reconciliation';
 
+CREATE FUNCTION job_state.wait_for_callback(
+	token job_state.claim_token,
+	timeout pg_catalog.interval,
+	heartbeat pg_catalog.interval DEFAULT NULL,
+	release_slots pg_catalog.bool DEFAULT false)
+	RETURNS TABLE(status job_state.status, callback_timeout_at pg_catalog.timestamptz,
+				  lease_expires_at pg_catalog.timestamptz)
+	AS 'MODULE_PATHNAME', 'js_wait_for_callback'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.wait_for_callback(job_state.claim_token, pg_catalog.interval,
+	pg_catalog.interval, pg_catalog.bool) IS
+	'hands a running job to a system that calls back: the job waits (same generation, so the token is the callback token for succeed, fail and heartbeat) until timeout, or a missed heartbeat, makes it unknown; release_slots gives its concurrency slots up meanwhile; reports the state a faster callback already left';
+
 CREATE FUNCTION job_state.reconcile(
 	job_id pg_catalog.int8,
 	outcome job_state.status,
@@ -1056,7 +1077,8 @@ CREATE VIEW job_state.queue_stats WITH (security_barrier) AS
 		   s.oldest_waiting, s.wait_p50, s.wait_p95, s.run_p50, s.run_p95,
 		   s.throttle_rate,
 		   s.failed + s.unknown AS dead_letters,
-		   COALESCE(r.stale_refusals, 0) AS stale_refusals
+		   COALESCE(r.stale_refusals, 0) AS stale_refusals,
+		   s.waiting, s.callback_timeouts
 	  FROM job_state.queue q
 	  CROSS JOIN LATERAL (
 		SELECT pg_catalog.count(*) FILTER (WHERE j.status = 'accepted') AS accepted,
@@ -1065,6 +1087,10 @@ CREATE VIEW job_state.queue_stats WITH (security_barrier) AS
 			   pg_catalog.count(*) FILTER (WHERE j.status = 'failed') AS failed,
 			   pg_catalog.count(*) FILTER (WHERE j.status = 'unknown') AS unknown,
 			   pg_catalog.count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled,
+			   /* a job has a callback timeout exactly while it is waiting (fsm.c) */
+			   pg_catalog.count(*) FILTER (WHERE j.callback_timeout_at IS NOT NULL) AS waiting,
+			   pg_catalog.count(*) FILTER (WHERE j.reason IN ('callback_timeout', 'heartbeat_timeout'))
+				 AS callback_timeouts,
 			   pg_catalog.now() - pg_catalog.min(j.run_after)
 				 FILTER (WHERE j.status = 'accepted' AND j.run_after <= pg_catalog.now())
 				 AS oldest_waiting,
@@ -1087,7 +1113,7 @@ CREATE VIEW job_state.queue_stats WITH (security_barrier) AS
 		SELECT job_state.stale_refusals(q.id) AS stale_refusals) r
 	 WHERE job_state.has_queue_privilege(q.name, 'read');
 COMMENT ON VIEW job_state.queue_stats IS
-	'one row per queue the current user may read: jobs per status, oldest waiting age, wait (accept to start) and run time percentiles over the last hour, throttle rate, dead letters and stale-token refusals';
+	'one row per queue the current user may read: jobs per status, oldest waiting age, wait (accept to start) and run time percentiles over the last hour, throttle rate, dead letters, stale-token refusals, jobs waiting for a callback and jobs whose callback or heartbeat did not come in time';
 
 CREATE VIEW job_state.my_jobs WITH (security_barrier) AS
 	SELECT id AS job_id, queue, status, idempotency_key, input, result,
@@ -1103,7 +1129,8 @@ CREATE VIEW job_state.queue_privileges WITH (security_barrier) AS
 		   CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'public'
 				ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END AS grantee,
 		   CASE a.privilege_type WHEN 'INSERT' THEN 'submit' WHEN 'UPDATE' THEN 'claim'
-				WHEN 'DELETE' THEN 'operate' WHEN 'SELECT' THEN 'read' END AS privilege
+				WHEN 'DELETE' THEN 'operate' WHEN 'SELECT' THEN 'read'
+				WHEN 'TRIGGER' THEN 'callback' END AS privilege
 	  FROM job_state.queue q
 	  CROSS JOIN LATERAL pg_catalog.aclexplode(q.acl) a
 	 WHERE job_state.has_queue_privilege(q.name, 'operate');

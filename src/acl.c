@@ -8,10 +8,13 @@
  *
  * A queue's privileges are PostgreSQL's own: an aclitem[] in queue.acl,
  * checked with aclmask(), so role membership, PUBLIC, renames and dropped
- * roles behave as they do for tables.  Four of the table privilege bits
- * carry our four privileges (the letters are what aclitem prints):
- *	submit  = INSERT (a)     claim   = UPDATE (w)
- *	operate = DELETE (d)     read    = SELECT (r)
+ * roles behave as they do for tables.  Five of the table privilege bits
+ * carry our five privileges (the letters are what aclitem prints):
+ *	submit  = INSERT (a)     claim    = UPDATE (w)
+ *	operate = DELETE (d)     read     = SELECT (r)
+ *	callback = TRIGGER (t): succeed, fail and heartbeat with a token the
+ *	caller was handed (an external system answering a waiting job), and
+ *	nothing else a claim's holder may do.
  * A queue whose acl is NULL has never been granted on and is open: every
  * role that may execute a function may use it on the queue, as before
  * there were per-queue privileges.  The first grant or revoke makes the
@@ -67,6 +70,7 @@ static const JsQueuePrivName js_queue_privs[] = {
 	{"claim", JS_QUEUE_CLAIM},
 	{"operate", JS_QUEUE_OPERATE},
 	{"read", JS_QUEUE_READ},
+	{"callback", JS_QUEUE_CALLBACK},
 	{"all", JS_QUEUE_ALL},
 };
 
@@ -104,7 +108,7 @@ JsParseQueuePrivilege(const char *name)
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("unrecognized queue privilege \"%s\"", name),
-			 errhint("A queue's privileges are submit, claim, operate, read and all.")));
+			 errhint("A queue's privileges are submit, claim, operate, read, callback and all.")));
 	return 0;					/* keep the compiler quiet */
 }
 
@@ -204,7 +208,7 @@ JsPrivilegesArg(FunctionCallInfo fcinfo, int argno)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("no queue privilege given"),
-				 errhint("Name one or more of submit, claim, operate, read and all.")));
+				 errhint("Name one or more of submit, claim, operate, read, callback and all.")));
 	/* at most as many elements as the caller sent: a bounded loop */
 	for (i = 0; i < n; i++)
 	{

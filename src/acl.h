@@ -16,8 +16,10 @@
 #define JS_QUEUE_CLAIM		ACL_UPDATE	/* claim, and act with its tokens */
 #define JS_QUEUE_OPERATE	ACL_DELETE
 #define JS_QUEUE_READ		ACL_SELECT
+#define JS_QUEUE_CALLBACK	ACL_TRIGGER /* succeed, fail, heartbeat with a token */
 #define JS_QUEUE_ALL \
-	(JS_QUEUE_SUBMIT | JS_QUEUE_CLAIM | JS_QUEUE_OPERATE | JS_QUEUE_READ)
+	(JS_QUEUE_SUBMIT | JS_QUEUE_CLAIM | JS_QUEUE_OPERATE | JS_QUEUE_READ | \
+	 JS_QUEUE_CALLBACK)
 extern bool JsQueueAllows(const Acl *acl, Oid role, AclMode mode);
 extern void JsRequireQueuePrivilege(const char *queue, const Acl *acl, AclMode mode);
 extern bool JsReadQueueAcl(Datum queue, Acl **acl);

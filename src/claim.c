@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * claim.c
- *	  claim, heartbeat and assert_claim: taking a job and holding on to it.
+ *	  claim, heartbeat and assert_claim: taking a job and holding on to it
+ *	  (heartbeat also keeps a waiting job's window open, callback.c).
  *
  * claim locks ready jobs like FOR NO KEY UPDATE SKIP LOCKED, so it never
  * waits on rows other claimers hold, and moves them to running (take.c);
@@ -130,6 +131,24 @@ static JsPlan heartbeat_plan = {
 	4, {TEXTOID, INT8OID, INT4OID, INTERVALOID}
 };
 
+/*
+ * A waiting job's heartbeat (callback.c) moves its waiting window: to now +
+ * extend, or + the wait's heartbeat_interval, never past the callback
+ * timeout; a wait without a heartbeat interval has the timeout as its
+ * window.  The window must still be open.
+ */
+static JsPlan heartbeat_waiting_plan = {
+	"UPDATE job_state.job j SET lease_expires_at = CASE"
+	"   WHEN COALESCE($4, j.heartbeat_interval) IS NULL THEN j.callback_timeout_at"
+	"   ELSE LEAST(pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
+	"     COALESCE($4, j.heartbeat_interval), j.callback_timeout_at) END"
+	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3"
+	"  AND j.status OPERATOR(pg_catalog.=) 'waiting'"
+	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+	" RETURNING j.lease_expires_at, j.cancel_requested",
+	4, {TEXTOID, INT8OID, INT4OID, INTERVALOID}
+};
+
 Datum
 js_heartbeat(PG_FUNCTION_ARGS)
 {
@@ -152,10 +171,12 @@ js_heartbeat(PG_FUNCTION_ARGS)
 
 	JsInitMaterialized(fcinfo);
 	SPI_connect();
-	queue = JsTokenFence(token, values);
+	queue = JsTokenFenceCallback(token, values);
 	values[3] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[3] = PG_ARGISNULL(1) ? 'n' : ' ';
-	if (JsExecute(&heartbeat_plan, values, nulls, false, 0) != 1)
+	if (JsExecute(&heartbeat_plan, values, nulls, false, 0) != 1 &&
+		(!JsSchemaHasWaiting() ||
+		 JsExecute(&heartbeat_waiting_plan, values, nulls, false, 0) != 1))
 		JsRefuseToken(queue, token, "heartbeat");
 
 	out[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &outnulls[0]);
@@ -166,15 +187,16 @@ js_heartbeat(PG_FUNCTION_ARGS)
 }
 
 /*
- * assert_claim: the token must be the job's current claim (running, or
- * unknown after a lease expiry, whose late completion is still accepted).
+ * assert_claim: the token must be the job's current claim (running,
+ * waiting for a callback, or unknown after a lease expiry, whose late
+ * completion is still accepted).
  * The row lock lasts until the caller's transaction ends: lease expiry and
  * claim skip locked rows, so no newer claim can commit meanwhile.
  */
 static JsPlan assert_plan = {
 	"SELECT 1 FROM job_state.job"
 	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3"
-	"  AND status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
+	"  AND status OPERATOR(pg_catalog.<>) ALL ('{accepted,succeeded,failed,cancelled}'::job_state.status[])"
 	" FOR NO KEY UPDATE",
 	3, {TEXTOID, INT8OID, INT4OID}
 };
@@ -190,7 +212,7 @@ js_assert_claim(PG_FUNCTION_ARGS)
 	token = PG_GETARG_CLAIM_TOKEN(0);
 
 	SPI_connect();
-	queue = JsTokenFence(token, values);
+	queue = JsTokenFenceCallback(token, values);
 	if (JsExecute(&assert_plan, values, NULL, false, 0) != 1)
 		JsRefuseToken(queue, token, "assert_claim");
 	SPI_finish();

@@ -5,10 +5,14 @@
  *	  by the claim token.
  *
  * A completion locks its job and checks the token's fence on the locked
- * version: the generation, and the statuses it acts on (running, or
- * unknown: a late completion that carries the current generation resolves
- * it), so a stale worker, a sweeper or a re-claim can never be
- * overwritten.  fail's outcome is decided a floor down (retry.c).  The new
+ * version: the generation, and the statuses it acts on (running; waiting,
+ * for a callback; or unknown: a late completion that carries the current
+ * generation resolves it), so a stale worker, a sweeper or a re-claim can
+ * never be overwritten.  The same completion sent again (the token's
+ * generation, an attempt that ended with an equal result, or with the
+ * same class and error) finds its own outcome and writes nothing.  The
+ * worker needs the queue's claim privilege, an external system answering
+ * a waiting job its callback privilege (token.c).  fail's outcome is decided a floor down (retry.c).  The new
  * version goes through the executor's single-row update (rowwrite.c), so
  * the job triggers check and record it.
  *
@@ -29,6 +33,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -74,35 +79,83 @@ JsCompletionBegin(JsCompletion *c, const char *what)
 	JsRowWriterBeginUpdate(&c->w, c->rel, &c->locked, &c->newslot);
 }
 
-/*
- * Lock the job and check the token's fence on the locked version: its
- * generation, and running (or unknown: a late completion).  Then newslot
- * holds a copy to change.  False: the token is stale (or its job gone).
- */
-static bool
-JsLockFenced(JsCompletion *c, Datum queue, Datum id, int32 generation)
+/* the JsStatus of a status label of the job table */
+static JsStatus
+JsStatusOf(const JsJobColumns *cols, Datum label)
 {
-	const JsJobColumns *cols = c->cols;
-	Oid			status;
+	int			i;
 
-	if (!JsLockJob(&c->w, c->pkey, queue, id, c->locked))
-		return false;
-	JsRowWriterCopy(c->newslot, c->locked);
-	status = DatumGetObjectId(c->newslot->tts_values[cols->status - 1]);
-	return DatumGetInt32(c->newslot->tts_values[cols->generation - 1]) == generation &&
-		(status == cols->status_oids[JS_RUNNING] ||
-		 status == cols->status_oids[JS_UNKNOWN]);
+	for (i = 0; i < JS_NUM_STATUS; i++)
+		if (cols->status_oids[i] == DatumGetObjectId(label))
+			return (JsStatus) i;
+	elog(ERROR, "job_state: unexpected status label %u", DatumGetObjectId(label));
+	pg_unreachable();
 }
 
-/* false: the token is stale (or its job gone) */
+/* two nullable jsonb values, equal as jsonb's = says */
+static bool
+JsSameJsonb(Datum a, bool a_null, Datum b, bool b_null)
+{
+	if (a_null || b_null)
+		return a_null && b_null;
+	return DatumGetBool(DirectFunctionCall2(jsonb_eq, a, b));
+}
+
+/*
+ * Lock the job and check the token's fence on the locked version: its
+ * generation, and running, waiting (a callback) or unknown (a late
+ * completion).  Then newslot holds a copy to change.  JS_FENCE_STALE: the
+ * token is stale (or its job gone); JS_FENCE_ENDED: the generation is the
+ * token's but the attempt has ended (*status says how), which may be this
+ * very completion sent again.
+ */
+typedef enum JsFence
+{
+	JS_FENCE_OK,
+	JS_FENCE_ENDED,
+	JS_FENCE_STALE
+} JsFence;
+
+static JsFence
+JsLockFenced(JsCompletion *c, Datum queue, Datum id, int32 generation,
+			 JsStatus *status)
+{
+	const JsJobColumns *cols = c->cols;
+
+	if (!JsLockJob(&c->w, c->pkey, queue, id, c->locked))
+		return JS_FENCE_STALE;
+	JsRowWriterCopy(c->newslot, c->locked);
+	if (DatumGetInt32(c->newslot->tts_values[cols->generation - 1]) != generation)
+		return JS_FENCE_STALE;
+	*status = JsStatusOf(cols, c->newslot->tts_values[cols->status - 1]);
+	return *status == JS_RUNNING || *status == JS_WAITING || *status == JS_UNKNOWN ?
+		JS_FENCE_OK : JS_FENCE_ENDED;
+}
+
+/*
+ * false: the token is stale (or its job gone).  The same success sent
+ * again (a retried request whose answer was lost, a callback delivered
+ * twice) finds its own outcome: it is harmless and writes nothing.
+ */
 static bool
 JsSucceedOne(JsCompletion *c, Datum queue, Datum id, int32 generation,
 			 Datum result, bool result_null)
 {
 	const JsJobColumns *cols = c->cols;
+	JsStatus	status;
 
-	if (!JsLockFenced(c, queue, id, generation))
-		return false;
+	switch (JsLockFenced(c, queue, id, generation, &status))
+	{
+		case JS_FENCE_OK:
+			break;
+		case JS_FENCE_ENDED:
+			return status == JS_SUCCEEDED &&
+				JsSameJsonb(c->newslot->tts_values[cols->result - 1],
+							c->newslot->tts_isnull[cols->result - 1],
+							result, result_null);
+		case JS_FENCE_STALE:
+			return false;
+	}
 	c->newslot->tts_values[cols->status - 1] = ObjectIdGetDatum(cols->status_oids[JS_SUCCEEDED]);
 	c->newslot->tts_values[cols->result - 1] = result;
 	c->newslot->tts_isnull[cols->result - 1] = result_null;
@@ -134,7 +187,7 @@ js_succeed(PG_FUNCTION_ARGS)
 	token = PG_GETARG_CLAIM_TOKEN(0);
 
 	SPI_connect();
-	queue = JsTokenFence(token, values);
+	queue = JsTokenFenceCallback(token, values);
 	JsCompletionBegin(&c, "succeed()");
 	done = JsSucceedOne(&c, values[0], values[1], token->generation,
 						PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
@@ -246,7 +299,7 @@ js_succeed_many(PG_FUNCTION_ARGS)
 					 errdetail("Element %d is null.", i + 1)));
 		token = DatumGetClaimToken(tokens[i]);
 		/* the MAC of every token is checked before anything is written */
-		items[i].queue = JsTokenCheck(token);
+		items[i].queue = JsTokenCheckCallback(token);
 		items[i].job_id = token->job_id;
 		items[i].generation = token->generation;
 		items[i].pos = i;
@@ -304,6 +357,8 @@ js_fail(PG_FUNCTION_ARGS)
 	Datum	   *values;
 	bool	   *nulls;
 	JsStatus	to;
+	JsStatus	status = JS_RUNNING;
+	JsFence		fenced;
 	JsFailOutcome outcome;
 	bool		retry;
 	TimestampTz run_after;
@@ -321,16 +376,27 @@ js_fail(PG_FUNCTION_ARGS)
 	}
 
 	SPI_connect();
-	queue = JsTokenFence(token, fence);
+	queue = JsTokenFenceCallback(token, fence);
 	JsCompletionBegin(&c, "fail()");
-	if (!JsLockFenced(&c, fence[0], fence[1], token->generation))
+	fenced = JsLockFenced(&c, fence[0], fence[1], token->generation, &status);
+	cols = c.cols;
+	values = c.newslot->tts_values;
+	nulls = c.newslot->tts_isnull;
+	/* the same failure sent again finds its own outcome: harmless */
+	if (fenced == JS_FENCE_ENDED && !nulls[cols->error_class - 1] &&
+		values[cols->error_class - 1] == class &&
+		JsSameJsonb(values[cols->last_error - 1], nulls[cols->last_error - 1],
+					PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2)))
+	{
+		JsCompletionEnd(&c);
+		SPI_finish();
+		PG_RETURN_DATUM(ObjectIdGetDatum(cols->status_oids[status]));
+	}
+	if (fenced != JS_FENCE_OK)
 	{
 		JsCompletionEnd(&c);
 		JsRefuseToken(queue, token, "fail");
 	}
-	cols = c.cols;
-	values = c.newslot->tts_values;
-	nulls = c.newslot->tts_isnull;
 
 	JsDecideFail(class_name, cols, values, nulls, fence[0], queue,
 				 token->job_id, PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3),

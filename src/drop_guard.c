@@ -5,7 +5,7 @@
  *	  that would drop the extension job_state -- DROP EXTENSION naming it,
  *	  with or without CASCADE or IF EXISTS, alone or among other names, and
  *	  DROP OWNED BY the role that owns it -- is refused (JS003) while jobs
- *	  that are not finished (accepted, running, unknown) exist, unless
+ *	  that are not finished (accepted, running, waiting, unknown) exist, unless
  *	  job_state.drop_live_jobs is on.  Dropping the extension deletes every
  *	  job without a trace; no accepted job is lost by accident.
  *

@@ -13,6 +13,8 @@
  *	  tells a newer worker's claim from an operator's redrive or reconcile;
  *	  without history (track_events off) only the generations are given;
  *	- the token's generation: the lease expired (running or unknown), the
+ *	  waiting window closed (waiting, or unknown after a callback or
+ *	  heartbeat timeout), the
  *	  worker itself reported the outcome unknown, the job succeeded, failed
  *	  or was reconciled, was cancelled, or waits for a retry; for
  *	  heartbeat, also a lease that still runs but has reached started_at +
@@ -190,6 +192,25 @@ JsRefuseCurrentGeneration(const JsClaimToken *token, const char *action,
 						   generation, action),
 				 errhint("succeed and fail with this token are still accepted.")));
 
+	if (strcmp(status, "waiting") == 0 && expired)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_STALE_CLAIM),
+				 errmsg("the waiting window of job %lld has closed", (long long) token->job_id),
+				 errdetail("Token generation %d is current, but the callback timeout or a heartbeat's due time passed before this %s.",
+						   generation, action),
+				 errhint("succeed and fail with this token are still accepted.")));
+
+	if (strcmp(status, "unknown") == 0 && reason != NULL &&
+		(strcmp(reason, "callback_timeout") == 0 ||
+		 strcmp(reason, "heartbeat_timeout") == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_STALE_CLAIM),
+				 errmsg("job %lld is unknown: no callback came in time (%s)",
+						(long long) token->job_id, reason),
+				 errdetail("Token generation %d is current; the job stopped waiting before this %s.",
+						   generation, action),
+				 errhint("succeed and fail with this token are still accepted.")));
+
 	if (strcmp(status, "unknown") == 0 && reason != NULL &&
 		strcmp(reason, "outcome_unknown") == 0)
 		ereport(ERROR,
@@ -315,7 +336,7 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 	 * row and a BEFORE UPDATE trigger skipped the change.  Not a stale token.
 	 */
 	if (generation == token->generation && !expired &&
-		strcmp(status, "running") == 0)
+		(strcmp(status, "running") == 0 || strcmp(status, "waiting") == 0))
 		JsRefuseSkippedUpdate();
 
 	JsCountStaleRefusal(token->queue_id);

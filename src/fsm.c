@@ -18,8 +18,13 @@
  *	  raw SQL takes its slots as claim does (limits.c);
  *	- re-running a failed, unknown or cancelled job bumps the generation, so
  *	  every older token dies at once;
- *	- a job's resource and concurrency key change only while it waits, and
- *	  the slot numbers of a running job never change;
+ *	- a job's resource and concurrency key change only while it is
+ *	  accepted, and the slot numbers of a running job never change;
+ *	- waiting (for a callback) is entered only from running, keeps the
+ *	  generation, needs callback_timeout_at and a waiting window
+ *	  (lease_expires_at) that never reaches past it; the job keeps its
+ *	  slots or gives them up as the wait begins; leaving waiting clears
+ *	  the timeout columns, leaving running and waiting the lease and slots;
  *	- DELETE only of finished jobs (succeeded, failed, cancelled), and only
  *	  through purge().
  * job_state.restore (superuser only) lets a dump be replayed unchecked.
@@ -64,6 +69,7 @@ bool		js_claim_starting = false;
 
 #define A JS_ACCEPTED
 #define R JS_RUNNING
+#define W JS_WAITING
 #define S JS_SUCCEEDED
 #define F JS_FAILED
 #define U JS_UNKNOWN
@@ -71,17 +77,19 @@ bool		js_claim_starting = false;
 
 /* allowed[from][to]; a status may always stay what it is */
 static const bool js_transitions[JS_NUM_STATUS][JS_NUM_STATUS] = {
-	/* to:          A      R      S      F      U      C */
-	[A] = {true, true, false, true, false, true},
-	[R] = {true, true, true, true, true, true},
-	[S] = {false, false, true, false, false, false},
-	[F] = {true, false, false, true, false, false},
-	[U] = {true, false, true, true, true, true},
-	[C] = {true, false, false, false, false, true},
+	/* to:          A      R      W      S      F      U      C */
+	[A] = {true, true, false, false, true, false, true},
+	[R] = {true, true, true, true, true, true, true},
+	[W] = {true, false, true, true, true, true, true},
+	[S] = {false, false, false, true, false, false, false},
+	[F] = {true, false, false, false, true, false, false},
+	[U] = {true, false, false, true, true, true, true},
+	[C] = {true, false, false, false, false, false, true},
 };
 
 #undef A
 #undef R
+#undef W
 #undef S
 #undef F
 #undef U
@@ -172,7 +180,7 @@ JsRefuseLimitChange(int64 job_id, const char *column, JsStatus to)
  */
 static void
 JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
-				   HeapTuple oldtup, int64 job_id)
+				   HeapTuple oldtup, int64 job_id, JsStatus from, JsStatus to)
 {
 	int			kind;
 
@@ -190,6 +198,24 @@ JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup
 						 errdetail("Column \"%s\" is set; a waiting job holds no slot.", column),
 						 errhint(JS_INSERT_HINT)));
 		}
+		else if (to == JS_WAITING)
+		{
+			/*
+			 * A wait keeps its slots or gives them up as it begins
+			 * (release_slots); it never takes one, and a waiting job's
+			 * numbers never change.
+			 */
+			bool		released = from == JS_RUNNING &&
+				heap_attisnull(newtup, attnum, tupdesc);
+
+			if (!JsSameValue(oldtup, newtup, tupdesc, attnum) && !released)
+				ereport(ERROR,
+						(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+						 errmsg("column \"%s\" of waiting job %lld cannot change", column,
+								(long long) job_id),
+						 errdetail("A job keeps the slots it started with while it waits for a callback, or gives them up when the wait begins; it takes none."),
+						 errhint("Leave the slot columns out of the UPDATE.")));
+		}
 		else if (!heap_attisnull(oldtup, attnum, tupdesc) &&
 				 !JsSameValue(oldtup, newtup, tupdesc, attnum))
 			ereport(ERROR,
@@ -199,6 +225,53 @@ JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup
 					 errdetail("It is the number of a slot the job holds until it stops running."),
 					 errhint("Complete, fail or cancel the job; its slots are freed then.")));
 	}
+}
+
+/*
+ * A waiting job (callback.c) has a callback timeout, and its waiting
+ * window (lease_expires_at) never reaches past it; heartbeat_interval, if
+ * set, is positive.  The timeout and the interval are fixed while it waits:
+ * a heartbeat extends the window, never the timeout.
+ */
+static void
+JsCheckWaiting(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
+			   HeapTuple newtup, int64 job_id, JsStatus from)
+{
+	bool		no_timeout;
+	bool		no_lease;
+	bool		no_interval;
+	Datum		timeout = heap_getattr(newtup, cols->callback_timeout_at, tupdesc, &no_timeout);
+	Datum		lease = heap_getattr(newtup, cols->lease_expires_at, tupdesc, &no_lease);
+	Datum		interval = heap_getattr(newtup, cols->heartbeat_interval, tupdesc, &no_interval);
+
+	if (from == JS_WAITING &&
+		(!JsSameValue(oldtup, newtup, tupdesc, cols->callback_timeout_at) ||
+		 !JsSameValue(oldtup, newtup, tupdesc, cols->heartbeat_interval)))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("the callback timeout of waiting job %lld cannot change",
+						(long long) job_id),
+				 errdetail("callback_timeout_at and heartbeat_interval are fixed when the wait begins."),
+				 errhint("A heartbeat extends the waiting window up to the timeout; to wait longer, let the job time out and run it again.")));
+	if (no_timeout || no_lease)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("a waiting job needs callback_timeout_at and lease_expires_at"),
+				 errdetail("Job %lld would wait without a timeout.", (long long) job_id),
+				 errhint("Use job_state.wait_for_callback().")));
+	if (DatumGetTimestampTz(lease) > DatumGetTimestampTz(timeout))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("the waiting window of job %lld cannot reach past its callback timeout",
+						(long long) job_id),
+				 errdetail("lease_expires_at would be %s; callback_timeout_at is %s.",
+						   timestamptz_to_str(DatumGetTimestampTz(lease)),
+						   timestamptz_to_str(DatumGetTimestampTz(timeout)))));
+	if (!no_interval && !JsIntervalPositive(DatumGetIntervalP(interval)))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("heartbeat_interval of a job must be positive"),
+				 errdetail("Job %lld.", (long long) job_id)));
 }
 
 /*
@@ -304,7 +377,7 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 	}
 
 	JsCheckValues(cols, tupdesc, tuple, NULL);
-	JsCheckSlotColumns(cols, tupdesc, tuple, NULL, job_id);
+	JsCheckSlotColumns(cols, tupdesc, tuple, NULL, job_id, JS_ACCEPTED, JS_ACCEPTED);
 
 	input = heap_getattr(tuple, cols->input, tupdesc, &isnull);
 	if (isnull)
@@ -509,8 +582,10 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 	st.n = 0;
 	JsCheckFixedColumns(cols, tupdesc, oldtup, newtup, job_id, from, to);
 	JsCheckValues(cols, tupdesc, newtup, oldtup);
-	if (to == JS_RUNNING)
-		JsCheckSlotColumns(cols, tupdesc, newtup, oldtup, job_id);
+	if (JsStatusHoldsClaim(to))
+		JsCheckSlotColumns(cols, tupdesc, newtup, oldtup, job_id, from, to);
+	if (to == JS_WAITING)
+		JsCheckWaiting(cols, tupdesc, oldtup, newtup, job_id, from);
 
 	/* a re-run out of failed, unknown or cancelled: reconcile or redrive */
 	rerun = to == JS_ACCEPTED &&
@@ -531,11 +606,14 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 		JsStampSet(&st, cols->finished_at, (Datum) 0, true);
 		JsStampSet(&st, cols->cancel_requested, BoolGetDatum(false), false);
 	}
-	else if (from != to && to != JS_ACCEPTED)
+	else if (from != to && to != JS_ACCEPTED && to != JS_WAITING)
 		JsStampSet(&st, cols->finished_at, TimestampTzGetDatum(now), false);
 
-	/* off running: no lease, and the slots go back (job_state_event) */
-	if (to != JS_RUNNING)
+	/*
+	 * Off running and waiting: no lease, and the slots go back
+	 * (job_state_event); not waiting: no callback timeout.
+	 */
+	if (!JsStatusHoldsClaim(to))
 	{
 		int			kind;
 
@@ -545,6 +623,13 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 		for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
 			if (!heap_attisnull(newtup, cols->slot[kind], tupdesc))
 				JsStampSet(&st, cols->slot[kind], (Datum) 0, true);
+	}
+	if (to != JS_WAITING && cols->callback_timeout_at != 0)
+	{
+		if (!heap_attisnull(newtup, cols->callback_timeout_at, tupdesc))
+			JsStampSet(&st, cols->callback_timeout_at, (Datum) 0, true);
+		if (!heap_attisnull(newtup, cols->heartbeat_interval, tupdesc))
+			JsStampSet(&st, cols->heartbeat_interval, (Datum) 0, true);
 	}
 
 	if (st.n == 0)

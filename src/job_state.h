@@ -104,6 +104,7 @@ typedef enum JsStatus
 {
 	JS_ACCEPTED = 0,
 	JS_RUNNING,
+	JS_WAITING,					/* for a callback (callback.c); since 0.2.0 */
 	JS_SUCCEEDED,
 	JS_FAILED,
 	JS_UNKNOWN,
@@ -113,6 +114,13 @@ typedef enum JsStatus
 
 /* tables.c: the labels, by JsStatus */
 extern const char *const js_status_names[JS_NUM_STATUS];
+
+/*
+ * running and waiting hold a claim: a lease (lease_expires_at, the waiting
+ * window for waiting), and the slots the job started with unless the wait
+ * gave them up.  Every other status has neither.
+ */
+#define JsStatusHoldsClaim(s) ((s) == JS_RUNNING || (s) == JS_WAITING)
 
 /* spi.c: the kept-plan registry */
 #define JS_MAX_PLAN_ARGS 16

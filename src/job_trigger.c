@@ -6,14 +6,14 @@
  *
  * job_state_event (AFTER ROW, ENABLE ALWAYS) appends to job_state.job_event
  * whenever the status or the generation changes (event.c), frees the
- * concurrency slots of a job that left running (slot.c), and has a job
- * that names a resource or a concurrency key counted by its limits
- * (limits.c: the resource must exist, the queue is marked for the
- * slot-taking claim, a new key gets its slots), and notes where a job
- * becomes or stops being ready for the queue's claim frontier
- * (frontier.c).  TRUNCATE of job or
- * job_event is refused while live jobs exist; job_event takes no UPDATE
- * and no DELETE outside purge().  job_state.restore (superuser only) lets
+ * concurrency slots of a job that left running or waiting or gave them up
+ * to wait (slot.c), and has a job that names a resource or a
+ * concurrency key counted by its limits (limits.c: the resource must
+ * exist, the queue is marked for the slot-taking claim, a new key gets
+ * its slots), and notes where a job becomes or stops being ready for the
+ * queue's claim frontier (frontier.c).  TRUNCATE of job or job_event is
+ * refused while live jobs exist; job_event takes no UPDATE and no DELETE
+ * outside purge().  job_state.restore (superuser only) lets
  * a dump be replayed.
  *
  * Locks: none beyond those of the statement that fires them, except the
@@ -57,12 +57,15 @@ JsNamesNewLimit(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
 }
 
 /*
- * Free the slots whose numbers oldtup records (slot.c).  A resource's or a
- * key's slot is found by the job's resource or key, which cannot change
- * while it runs.
+ * Free the slots whose numbers oldtup records and newtup no longer does
+ * (slot.c): the BEFORE trigger clears them when a job leaves running or
+ * waiting, a wait that gives them up clears them itself.  A resource's or
+ * a key's slot is found by the job's resource or key, which cannot change
+ * while it holds a claim.
  */
 static void
-JsReleaseJobSlots(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup)
+JsReleaseJobSlots(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
+				  HeapTuple newtup)
 {
 	int32		numbers[JS_NUM_SLOT_KINDS];
 	char	   *scopes[JS_NUM_SLOT_KINDS] = {NULL, NULL, NULL};
@@ -77,8 +80,11 @@ JsReleaseJobSlots(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup)
 		Datum		scope;
 
 		numbers[kind] = JsTupleInt32(oldtup, tupdesc, cols->slot[kind], &isnull);
-		if (numbers[kind] == 0)
+		if (numbers[kind] == 0 || !heap_attisnull(newtup, cols->slot[kind], tupdesc))
+		{
+			numbers[kind] = 0;	/* none, or still held */
 			continue;
+		}
 		scope = heap_getattr(oldtup, scope_col, tupdesc, &isnull);
 		if (isnull)
 			numbers[kind] = 0;	/* set by hand on a job without a resource or key */
@@ -97,7 +103,7 @@ JsReleaseJobSlots(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup)
 /*
  * job_state_event (AFTER ROW): one job_event row per change of status or
  * generation (event.c), and the concurrency slots of a job that left
- * running go back (slot.c).
+ * running or waiting, or gave them up to wait, go back (slot.c).
  */
 Datum
 js_job_event_trigger(PG_FUNCTION_ARGS)
@@ -129,9 +135,9 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 					TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_trigtuple : NULL,
 					newtup);
 
-	/* the BEFORE trigger cleared the slot numbers when the job left running */
+	/* the slot numbers the update cleared: those slots go back */
 	if (TRIGGER_FIRED_BY_UPDATE(event) && to != JS_RUNNING && !js_restore)
-		JsReleaseJobSlots(cols, tupdesc, trigdata->tg_trigtuple);
+		JsReleaseJobSlots(cols, tupdesc, trigdata->tg_trigtuple, newtup);
 
 	/* a restore brings the slots and the queue's flag with it */
 	if (!js_restore &&

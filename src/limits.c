@@ -83,8 +83,8 @@ static JsPlan ensure_keys_plan = {
 	"        UNION"
 	"        SELECT j.concurrency_key FROM job_state.job j"
 	"         WHERE j.queue OPERATOR(pg_catalog.=) $1"
-	"          AND j.status OPERATOR(pg_catalog.=) ANY"
-	"           ('{accepted,running}'::job_state.status[])"
+	"          AND j.status OPERATOR(pg_catalog.<>) ALL"
+	"           ('{succeeded,failed,unknown,cancelled}'::job_state.status[])"
 	"          AND j.concurrency_key IS NOT NULL) k,"
 	"   pg_catalog.generate_series(1, $2) g"
 	" ON CONFLICT (kind, scope, key, n) DO NOTHING",

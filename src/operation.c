@@ -37,7 +37,7 @@ PG_FUNCTION_INFO_V1(js_operation_trigger);
 static JsPlan fence_plan = {
 	"SELECT 1 FROM job_state.job"
 	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3"
-	"  AND status OPERATOR(pg_catalog.=) ANY ('{running,unknown}'::job_state.status[])"
+	"  AND status OPERATOR(pg_catalog.<>) ALL ('{accepted,succeeded,failed,cancelled}'::job_state.status[])"
 	" FOR SHARE",
 	3, {TEXTOID, INT8OID, INT4OID}
 };

@@ -272,7 +272,8 @@ js_redrive(PG_FUNCTION_ARGS)
 }
 
 /*
- * cancel: accepted and unknown jobs are cancelled now; a running job gets
+ * cancel: accepted, waiting and unknown jobs are cancelled now (a late
+ * callback for a waiting job is then refused); a running job gets
  * cancel_requested (its worker sees it on heartbeat; fail or lease expiry
  * then ends it cancelled, succeed still wins).
  */
@@ -283,7 +284,7 @@ static JsPlan cancel_plan = {
 	"  cancel_requested = (status OPERATOR(pg_catalog.=) 'running'),"
 	"  reason = COALESCE($2, 'cancelled')"
 	" WHERE queue OPERATOR(pg_catalog.=) $3 AND id OPERATOR(pg_catalog.=) $1"
-	"  AND status OPERATOR(pg_catalog.=) ANY ('{accepted,running,unknown}'::job_state.status[])",
+	"  AND status OPERATOR(pg_catalog.<>) ALL ('{succeeded,failed,cancelled}'::job_state.status[])",
 	3, {INT8OID, TEXTOID, TEXTOID}
 };
 
@@ -305,7 +306,7 @@ js_cancel(PG_FUNCTION_ARGS)
 	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
 	status = JsLockJobById(&job_lock_plan, job_id, &values[2]);
 	if (strcmp(status, "accepted") != 0 && strcmp(status, "running") != 0 &&
-		strcmp(status, "unknown") != 0)
+		strcmp(status, "waiting") != 0 && strcmp(status, "unknown") != 0)
 		result = strcmp(status, "cancelled") == 0;
 	else if (JsExecute(&cancel_plan, values, nulls, false, 0) == 0)
 		JsRefuseSkippedUpdate();

@@ -43,7 +43,6 @@
 #include "frontier.h"
 #include "rowwrite.h"
 
-/* a relation of job_state's own schema */
 /*
  * Whether job_state.queue has its acl column (0.2.0 added it): until
  * ALTER EXTENSION UPDATE runs, the library serves 0.1.0's tables, where
@@ -55,6 +54,18 @@ JsQueueHasAcl(void)
 	return get_attnum(JsOwnRelid("queue"), "acl") != InvalidAttrNumber;
 }
 
+/*
+ * Whether the schema knows waiting jobs (0.2.0 added the status and the
+ * job's callback_timeout_at): statements that name them are not run on
+ * 0.1.0's tables.
+ */
+bool
+JsSchemaHasWaiting(void)
+{
+	return get_attnum(JsOwnRelid("job"), "callback_timeout_at") != InvalidAttrNumber;
+}
+
+/* a relation of job_state's own schema */
 Oid
 JsOwnRelid(const char *name)
 {
@@ -78,7 +89,7 @@ JsColumnNumber(Relation rel, const char *name)
 }
 
 const char *const js_status_names[JS_NUM_STATUS] = {
-	"accepted", "running", "succeeded", "failed", "unknown", "cancelled"
+	"accepted", "running", "waiting", "succeeded", "failed", "unknown", "cancelled"
 };
 
 bool
@@ -163,9 +174,15 @@ JsJobColumnsFor(Relation rel)
 			GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
 							ObjectIdGetDatum(status_type),
 							CStringGetDatum(js_status_names[i]));
-		if (!OidIsValid(js_cols.status_oids[i]))
+		/* waiting came with 0.2.0: a 0.1.0 schema has no job in it */
+		if (!OidIsValid(js_cols.status_oids[i]) && i != JS_WAITING)
 			elog(ERROR, "job_state: status \"%s\" is missing", js_status_names[i]);
 	}
+	/* the waiting window's columns came with 0.2.0 too (0: missing) */
+	js_cols.callback_timeout_at = SPI_fnumber(tupdesc, "callback_timeout_at");
+	js_cols.heartbeat_interval = SPI_fnumber(tupdesc, "heartbeat_interval");
+	if (js_cols.callback_timeout_at <= 0 || js_cols.heartbeat_interval <= 0)
+		js_cols.callback_timeout_at = js_cols.heartbeat_interval = 0;
 	js_cols.relid = RelationGetRelid(rel);
 	return &js_cols;
 }

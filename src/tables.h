@@ -68,6 +68,9 @@ typedef struct JsJobColumns
 	int			resource;
 	int			submitted_by;
 	bool		submitted_by_oid;	/* regrole since 0.2.0; text before */
+	/* the waiting window (callback.c); 0 in a 0.1.0 schema */
+	int			callback_timeout_at;
+	int			heartbeat_interval;
 } JsJobColumns;
 
 extern const JsJobColumns *JsJobColumnsFor(Relation rel);
@@ -101,6 +104,7 @@ extern int	JsColumnNumber(Relation rel, const char *name);
 
 extern Oid	JsOwnRelid(const char *name);
 extern bool JsQueueHasAcl(void);
+extern bool JsSchemaHasWaiting(void);
 
 /* a queue's options, as claim, fail and the privilege checks read them */
 typedef struct JsQueueOptions

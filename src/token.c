@@ -315,15 +315,12 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 }
 
 /*
- * Verify a token's MAC (JS007 if it does not verify) and the calling
- * role's claim privilege on its queue (42501), and return its queue name.
- * Needs SPI.
+ * Verify a token's MAC (JS007 if it does not verify) and return its queue
+ * name and privileges.  Needs SPI.
  */
-const char *
-JsTokenCheck(const JsClaimToken *token)
+static const char *
+JsTokenVerify(const JsClaimToken *token, Acl **acl)
 {
-	const char *queue;
-	Acl		   *acl;
 	uint8		mac[JS_TOKEN_MAC_LEN];
 	uint8		diff = 1;
 	int			keyno;
@@ -343,9 +340,50 @@ JsTokenCheck(const JsClaimToken *token)
 				 errmsg("claim token is not valid"),
 				 errdetail("The token's signature does not verify."),
 				 errhint("Use the token exactly as claim returned it.")));
-	queue = JsQueueNameAcl(token->queue_id, &acl);
+	return JsQueueNameAcl(token->queue_id, acl);
+}
+
+/*
+ * Verify a token's MAC (JS007 if it does not verify) and the calling
+ * role's claim privilege on its queue (42501), and return its queue name.
+ * Needs SPI.
+ */
+const char *
+JsTokenCheck(const JsClaimToken *token)
+{
+	Acl		   *acl;
+	const char *queue = JsTokenVerify(token, &acl);
+
 	/* a token is acted on only by a role that may claim from its queue */
 	JsRequireQueuePrivilege(queue, acl, JS_QUEUE_CLAIM);
+	return queue;
+}
+
+/*
+ * The same for succeed, fail and heartbeat: the claim privilege or the
+ * callback privilege of the token's queue will do (an external system
+ * answering a job that waits for it holds only the latter).
+ */
+const char *
+JsTokenCheckCallback(const JsClaimToken *token)
+{
+	Acl		   *acl;
+	const char *queue = JsTokenVerify(token, &acl);
+
+	if (!JsQueueAllows(acl, GetOuterUserId(), JS_QUEUE_CLAIM))
+		JsRequireQueuePrivilege(queue, acl, JS_QUEUE_CALLBACK);
+	return queue;
+}
+
+/* JsTokenFence with JsTokenCheckCallback's privileges */
+const char *
+JsTokenFenceCallback(const JsClaimToken *token, Datum *values)
+{
+	const char *queue = JsTokenCheckCallback(token);
+
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int64GetDatum(token->job_id);
+	values[2] = Int32GetDatum(token->generation);
 	return queue;
 }
 

@@ -37,6 +37,8 @@ StaticAssertDecl(sizeof(JsClaimToken) == 32, "claim token must be 32 bytes");
 extern JsClaimToken *JsTokenMint(int64 job_id, int32 generation, int32 queue_id);
 extern const char *JsTokenCheck(const JsClaimToken *token);
 extern const char *JsTokenFence(const JsClaimToken *token, Datum *values);
+extern const char *JsTokenCheckCallback(const JsClaimToken *token);
+extern const char *JsTokenFenceCallback(const JsClaimToken *token, Datum *values);
 
 /* fence.c */
 pg_noreturn extern void JsRefuseToken(const char *queue, const JsClaimToken *token,

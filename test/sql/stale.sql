@@ -9,11 +9,13 @@ SELECT job_state.create_queue('st', retry_interval => '1 h', jitter => 'none');
 SELECT job_state.create_queue('st_retry', on_lease_expiry => 'retry', retry_interval => '0',
        jitter => 'none', max_retries => 5);
 
--- succeeded: a second succeed, a heartbeat after it
+-- succeeded: the same succeed again (a retry after a lost answer) is
+-- harmless; one with another result, and a heartbeat after it, are refused
 SELECT job_id AS j FROM job_state.submit('st', '{"case": "succeeded"}') \gset
 SELECT token AS t FROM job_state.claim('st', 'w1') \gset
 SELECT job_state.succeed(:'t');
 SELECT job_state.succeed(:'t');
+SELECT job_state.succeed(:'t', '{"another": "result"}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM job_state.heartbeat(:'t');
 \echo :LAST_ERROR_SQLSTATE
