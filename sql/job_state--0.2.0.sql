@@ -816,6 +816,27 @@ COMMENT ON FUNCTION job_state.submit(pg_catalog.text, pg_catalog.jsonb,
 	pg_catalog.timestamptz, pg_catalog.jsonb, pg_catalog.text, pg_catalog.text) IS
 	'accepts a job; the same idempotency key with the same input returns the existing job, with another input fails with JS002';
 
+CREATE FUNCTION job_state.submit_many(
+	queue pg_catalog.text,
+	inputs pg_catalog.jsonb[],
+	idempotency_keys pg_catalog.text[] DEFAULT NULL,
+	run_afters pg_catalog.timestamptz[] DEFAULT NULL,
+	priorities pg_catalog.int4[] DEFAULT NULL,
+	max_attempts pg_catalog.int4[] DEFAULT NULL,
+	deadlines pg_catalog.timestamptz[] DEFAULT NULL,
+	budgets pg_catalog.jsonb[] DEFAULT NULL,
+	resources pg_catalog.text[] DEFAULT NULL,
+	concurrency_keys pg_catalog.text[] DEFAULT NULL)
+	RETURNS TABLE(ord pg_catalog.int4, job_id pg_catalog.int8, outcome pg_catalog.text,
+		status job_state.status)
+	AS 'MODULE_PATHNAME', 'js_submit_many'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.submit_many(pg_catalog.text, pg_catalog.jsonb[],
+	pg_catalog.text[], pg_catalog.timestamptz[], pg_catalog.int4[], pg_catalog.int4[],
+	pg_catalog.timestamptz[], pg_catalog.jsonb[], pg_catalog.text[], pg_catalog.text[]) IS
+	'accepts up to 10000 jobs to one queue in one call, each as submit would; per row (ord, in input order) created, existing (same key and input) or conflict (same key, other input: nothing stored, the batch goes on)';
+
 CREATE FUNCTION job_state.claim(
 	queue pg_catalog.text,
 	worker pg_catalog.text,
@@ -921,6 +942,24 @@ CREATE FUNCTION job_state.redrive(
 COMMENT ON FUNCTION job_state.redrive(pg_catalog.int8, pg_catalog.int4,
 	pg_catalog.jsonb, pg_catalog.timestamptz) IS
 	'runs a failed, unknown or cancelled job again; attempts, deadline and spend carry over, limits rise only by what is passed; old tokens die';
+
+CREATE FUNCTION job_state.redrive_many(
+	queue pg_catalog.text,
+	reason pg_catalog.text DEFAULT NULL,
+	max_jobs pg_catalog.int4 DEFAULT 1000,
+	per_second pg_catalog.float8 DEFAULT NULL,
+	extra_attempts pg_catalog.int4 DEFAULT 0,
+	extra_budget pg_catalog.jsonb DEFAULT NULL,
+	new_deadline pg_catalog.timestamptz DEFAULT NULL)
+	RETURNS TABLE(job_id pg_catalog.int8, outcome pg_catalog.text,
+		reason pg_catalog.text, run_after pg_catalog.timestamptz)
+	AS 'MODULE_PATHNAME', 'js_redrive_many'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.redrive_many(pg_catalog.text, pg_catalog.text,
+	pg_catalog.int4, pg_catalog.float8, pg_catalog.int4, pg_catalog.jsonb,
+	pg_catalog.timestamptz) IS
+	'redrives the failed and unknown jobs of a queue (only those of reason, if given), oldest first, at most max_jobs, skipping jobs other transactions hold; with per_second the k-th (from 0) runs after now + k / per_second; a job its limits still forbid is reported refused with its reason';
 
 CREATE FUNCTION job_state.cancel(
 	job_id pg_catalog.int8,

@@ -115,6 +115,27 @@ JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent)
 }
 
 /*
+ * Why a job with these limits may not start, as its reason (SPEC 6), or
+ * NULL when it may; checked in the order attempts, deadline, budget.  The
+ * used-up meter into *meter.
+ */
+const char *
+JsStartRefusal(int32 attempts, bool has_max, int32 max_attempts,
+			   bool has_deadline, TimestampTz deadline,
+			   Jsonb *budget, Jsonb *spent, char **meter)
+{
+	*meter = NULL;
+	if (has_max && attempts >= max_attempts)
+		return "attempts_exhausted";
+	if (has_deadline && deadline <= GetCurrentTimestamp())
+		return "deadline_exceeded";
+	*meter = budget != NULL ? JsBudgetExhaustedMeter(budget, spent) : NULL;
+	if (*meter != NULL)
+		return "budget_exhausted";
+	return NULL;
+}
+
+/*
  * Refuse to start a job whose limits are used up, checked in the order
  * attempts (JS005), deadline (JS006), budget (JS004).  Used by the job
  * trigger for every start and by redrive for the run it would allow.
@@ -125,33 +146,37 @@ JsCheckStartAllowed(int64 job_id, int32 attempts, bool has_max, int32 max_attemp
 					Jsonb *budget, Jsonb *spent)
 {
 	char	   *meter;
+	const char *refusal = JsStartRefusal(attempts, has_max, max_attempts,
+										 has_deadline, deadline, budget, spent,
+										 &meter);
 
-	if (has_max && attempts >= max_attempts)
+	if (refusal == NULL)
+		return;
+	if (strcmp(refusal, "attempts_exhausted") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_ATTEMPTS_EXHAUSTED),
 				 errmsg("job %lld has used all its attempts", (long long) job_id),
 				 errdetail("It has made %d of %d attempts.", attempts, max_attempts),
 				 errhint("Redrive it with extra_attempts to run it again.")));
-	if (has_deadline && deadline <= GetCurrentTimestamp())
+	if (strcmp(refusal, "deadline_exceeded") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_DEADLINE_EXCEEDED),
 				 errmsg("job %lld is past its deadline", (long long) job_id),
 				 errdetail("The deadline is %s.", timestamptz_to_str(deadline)),
 				 errhint("Redrive it with new_deadline to run it again.")));
-	meter = budget != NULL ? JsBudgetExhaustedMeter(budget, spent) : NULL;
-	if (meter != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_BUDGET_EXCEEDED),
-				 errmsg("job %lld has used up its budget", (long long) job_id),
-				 errdetail("Meter \"%s\" has reached its limit.", meter),
-				 errhint("Redrive it with extra_budget to raise the limit of meter \"%s\".", meter)));
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_BUDGET_EXCEEDED),
+			 errmsg("job %lld has used up its budget", (long long) job_id),
+			 errdetail("Meter \"%s\" has reached its limit.", meter),
+			 errhint("Redrive it with extra_budget to raise the limit of meter \"%s\".", meter)));
 }
 
 /*
- * Every meter of extra must be a meter of the job's budget (JS008).
+ * The first meter of extra that is not a meter of the job's budget, or
+ * NULL.
  */
-void
-JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra)
+char *
+JsUnknownMeter(Jsonb *budget, Jsonb *extra)
 {
 	JsonbIterator *it;
 	JsonbValue	v;
@@ -166,12 +191,24 @@ JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra)
 		if (budget == NULL ||
 			getKeyJsonValueFromContainer(&budget->root, v.val.string.val,
 										 v.val.string.len, NULL) == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-					 errmsg("job %lld has no meter \"%.*s\"", (long long) job_id,
-							v.val.string.len, v.val.string.val),
-					 errhint("Meters are set by the budget argument of submit.")));
+			return pnstrdup(v.val.string.val, v.val.string.len);
 	}
+	return NULL;
+}
+
+/*
+ * Every meter of extra must be a meter of the job's budget (JS008).
+ */
+void
+JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra)
+{
+	char	   *meter = JsUnknownMeter(budget, extra);
+
+	if (meter != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("job %lld has no meter \"%s\"", (long long) job_id, meter),
+				 errhint("Meters are set by the budget argument of submit.")));
 }
 
 /*

@@ -3,20 +3,33 @@
  * operator.c
  *	  The operator's calls on one job, named by id alone: reconcile
  *	  (resolve an unknown job as succeeded or failed), redrive (run a
- *	  failed, unknown or cancelled job again) and cancel.
+ *	  failed, unknown or cancelled job again) and cancel; and the bulk
+ *	  redrive of a queue's dead letters (redrive_many).
  *
  * Each is an UPDATE that carries the statuses it acts on in its WHERE
  * clause, after the job is found and locked by id (JsLockJobById); the job
  * triggers check the transition and record it.  A redrive or reconcile
  * makes a new generation, so every older token of the job dies at once.
  *
- * Locks: the job's row lock (FOR NO KEY UPDATE), then the update's.
+ * redrive_many picks its jobs in one statement that locks them (FOR NO
+ * KEY UPDATE SKIP LOCKED, so it never waits for a job another transaction
+ * holds), checks each one's limits as the redrive would leave them in C,
+ * and updates the ones that may run with the redrive's own statement.
+ *
+ * Locks: the job's row lock (FOR NO KEY UPDATE), then the update's;
+ * redrive_many locks its batch in one statement and never waits.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <math.h>
+
+#include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/tuplestore.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
@@ -28,6 +41,7 @@
 PG_FUNCTION_INFO_V1(js_reconcile);
 PG_FUNCTION_INFO_V1(js_redrive);
 PG_FUNCTION_INFO_V1(js_cancel);
+PG_FUNCTION_INFO_V1(js_redrive_many);
 
 /*
  * The operator calls below name a job by id alone.  The job table has no
@@ -149,22 +163,32 @@ static JsPlan redrive_lock_plan = {
 	1, {INT8OID}
 };
 
-/* $1 id, $2 extra attempts, $3 extra budget, $4 new deadline, $5 queue */
+/*
+ * The budget a redrive leaves: each meter's limit raised by its amount in
+ * the extra budget (the parameter named by extra), the others as they are.
+ */
+#define JS_RAISED_BUDGET(extra) \
+	"CASE WHEN " extra " IS NULL THEN budget ELSE" \
+	"   (SELECT pg_catalog.jsonb_object_agg(b.key, CASE WHEN e.value IS NULL" \
+	"     THEN b.value ELSE pg_catalog.to_jsonb(b.value::pg_catalog.text::pg_catalog.numeric" \
+	"      OPERATOR(pg_catalog.+) e.value::pg_catalog.text::pg_catalog.numeric) END)" \
+	"    FROM pg_catalog.jsonb_each(budget) b" \
+	"    LEFT JOIN pg_catalog.jsonb_each(" extra ") e ON e.key OPERATOR(pg_catalog.=) b.key) END"
+
+/*
+ * $1 id, $2 extra attempts, $3 extra budget, $4 new deadline, $5 queue,
+ * $6 run_after (NULL: now)
+ */
 static JsPlan redrive_plan = {
 	"UPDATE job_state.job SET status = 'accepted', retries = 0, reason = NULL,"
-	"  run_after = pg_catalog.now(),"
+	"  run_after = COALESCE($6, pg_catalog.now()),"
 	"  max_attempts = max_attempts OPERATOR(pg_catalog.+) $2,"
 	"  deadline = COALESCE($4, deadline),"
-	"  budget = CASE WHEN $3 IS NULL THEN budget ELSE"
-	"   (SELECT pg_catalog.jsonb_object_agg(b.key, CASE WHEN e.value IS NULL"
-	"     THEN b.value ELSE pg_catalog.to_jsonb(b.value::pg_catalog.text::pg_catalog.numeric"
-	"      OPERATOR(pg_catalog.+) e.value::pg_catalog.text::pg_catalog.numeric) END)"
-	"    FROM pg_catalog.jsonb_each(budget) b"
-	"    LEFT JOIN pg_catalog.jsonb_each($3) e ON e.key OPERATOR(pg_catalog.=) b.key) END"
+	"  budget = " JS_RAISED_BUDGET("$3")
 	" WHERE queue OPERATOR(pg_catalog.=) $5 AND id OPERATOR(pg_catalog.=) $1"
 	"  AND status OPERATOR(pg_catalog.=) ANY ('{failed,unknown,cancelled}'::job_state.status[])"
 	" RETURNING attempts, max_attempts, deadline, budget, spent",
-	5, {INT8OID, INT4OID, JSONBOID, TIMESTAMPTZOID, TEXTOID}
+	6, {INT8OID, INT4OID, JSONBOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID}
 };
 
 Datum
@@ -174,8 +198,8 @@ js_redrive(PG_FUNCTION_ARGS)
 	int32		extra_attempts;
 	char	   *status;
 	Datum		queue;
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', 'n'};
 	bool		isnull;
 	bool		no_max;
 	int32		attempts;
@@ -229,6 +253,7 @@ js_redrive(PG_FUNCTION_ARGS)
 	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
 	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
 	values[4] = queue;
+	values[5] = (Datum) 0;
 	if (JsExecute(&redrive_plan, values, nulls, false, 0) != 1)
 		JsRefuseSkippedUpdate();
 
@@ -287,4 +312,178 @@ js_cancel(PG_FUNCTION_ARGS)
 		JsRefuseSkippedUpdate();
 	SPI_finish();
 	PG_RETURN_BOOL(result);
+}
+
+/*
+ * redrive_many: the dead letters (failed and unknown jobs) of one queue,
+ * optionally only those of one reason, oldest first, at most max_jobs a
+ * call, each redriven as redrive does.  Cancelled jobs are left out: an
+ * operator or client chose to stop them, and a bulk move must not undo
+ * that (redrive still runs one again).  Jobs another transaction holds
+ * are skipped; a job whose limits the extras would leave used up is
+ * reported refused, with its reason, and stays as it is.
+ *
+ * $1 queue, $2 reason (NULL: any), $3 max jobs, $4 extra budget,
+ * $5 new deadline: the job, its limits as the redrive would leave them
+ * (max_attempts before the extra), its spend and its budget as it is.
+ */
+static JsPlan redrive_pick_plan = {
+	"SELECT id, attempts, max_attempts, COALESCE($5, deadline),"
+	"  " JS_RAISED_BUDGET("$4") ", spent, budget"
+	" FROM job_state.job"
+	" WHERE queue OPERATOR(pg_catalog.=) $1"
+	"  AND status OPERATOR(pg_catalog.=) ANY ('{failed,unknown}'::job_state.status[])"
+	"  AND ($2 IS NULL OR reason OPERATOR(pg_catalog.=) $2)"
+	" ORDER BY finished_at, id LIMIT $3 FOR NO KEY UPDATE SKIP LOCKED",
+	5, {TEXTOID, TEXTOID, INT4OID, JSONBOID, TIMESTAMPTZOID}
+};
+
+/* the largest per_second (as for a resource's max_starts_per_second) */
+#define JS_MAX_PER_SECOND 1000000.0
+
+Datum
+js_redrive_many(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		queue;
+	int32		max_jobs;
+	bool		rated = !PG_ARGISNULL(3);
+	float8		per_second = rated ? PG_GETARG_FLOAT8(3) : 0;
+	int32		extra_attempts;
+	Jsonb	   *extra_budget = PG_ARGISNULL(5) ? NULL : PG_GETARG_JSONB_P(5);
+	Datum		pick[5];
+	char		pick_nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	SPITupleTable *picked;
+	uint64		npicked;
+	uint64		i;
+	int64		redriven = 0;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+
+	JsRefuseNull(fcinfo, 0, "queue");
+	JsRefuseNull(fcinfo, 2, "max_jobs");
+	PreventCommandIfReadOnly("redrive_many()");
+	queue = PG_GETARG_DATUM(0);
+	max_jobs = PG_GETARG_INT32(2);
+	if (max_jobs < 1 || max_jobs > JS_MAX_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_jobs must be between 1 and %d", JS_MAX_BATCH),
+				 errdetail("The value given is %d.", max_jobs),
+				 errhint("Call redrive_many again for the rest.")));
+	if (rated && (isnan(per_second) || per_second <= 0 || per_second > JS_MAX_PER_SECOND))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("per_second must be greater than 0 and at most 1000000"),
+				 errdetail("The value given is %g.", per_second),
+				 errhint("Pass NULL to start every redriven job now.")));
+	/* the last job's wait, (max_jobs - 1) / per_second, within the spans we allow */
+	if (rated && (max_jobs - 1) / per_second > (double) (JS_MAX_SPAN_DAYS * SECS_PER_DAY))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("per_second is too small for max_jobs"),
+				 errdetail("The last of %d jobs would wait %g seconds; at most %s are allowed.",
+						   max_jobs, (max_jobs - 1) / per_second, JS_MAX_SPAN_TEXT),
+				 errhint("Raise per_second or lower max_jobs.")));
+	extra_attempts = PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4);
+	if (extra_attempts < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("extra_attempts must not be negative"),
+				 errdetail("The value given is %d.", extra_attempts)));
+	if (extra_budget != NULL)
+		JsCheckBudget(extra_budget);
+
+	JsInitMaterialized(fcinfo);
+	SPI_connect();
+	JsRequireQueuePrivilegeByName(queue, JS_QUEUE_OPERATE);
+
+	pick[0] = queue;
+	pick[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	pick_nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
+	pick[2] = Int32GetDatum(max_jobs);
+	pick[3] = extra_budget != NULL ? PG_GETARG_DATUM(5) : (Datum) 0;
+	pick_nulls[3] = extra_budget != NULL ? ' ' : 'n';
+	pick[4] = PG_ARGISNULL(6) ? (Datum) 0 : PG_GETARG_DATUM(6);
+	pick_nulls[4] = PG_ARGISNULL(6) ? 'n' : ' ';
+	npicked = JsExecute(&redrive_pick_plan, pick, pick_nulls, false, 0);
+	picked = SPI_tuptable;
+
+	for (i = 0; i < npicked; i++)
+	{
+		HeapTuple	tup = picked->vals[i];
+		TupleDesc	desc = picked->tupdesc;
+		bool		isnull;
+		int64		job_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		int32		attempts = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		bool		no_max;
+		int32		max_attempts = DatumGetInt32(SPI_getbinval(tup, desc, 3, &no_max));
+		bool		no_deadline;
+		Datum		deadline = SPI_getbinval(tup, desc, 4, &no_deadline);
+		bool		no_budget;
+		Datum		budget = SPI_getbinval(tup, desc, 5, &no_budget);
+		bool		no_spent;
+		Datum		spent = SPI_getbinval(tup, desc, 6, &no_spent);
+		bool		no_old_budget;
+		Datum		old_budget = SPI_getbinval(tup, desc, 7, &no_old_budget);
+		const char *refusal = NULL;
+		char	   *meter;
+		Datum		out[4];
+		bool		outnulls[4] = {false, false, false, false};
+
+		CHECK_FOR_INTERRUPTS();
+		if (extra_budget != NULL &&
+			JsUnknownMeter(no_old_budget ? NULL : DatumGetJsonbP(old_budget),
+						   extra_budget) != NULL)
+			refusal = "no_such_meter";
+		if (refusal == NULL)
+		{
+			/* max_attempts + extra_attempts must stay an int4 */
+			if (!no_max)
+				max_attempts = JsCounterAdd(job_id, "max_attempts", max_attempts,
+											extra_attempts,
+											"Give a smaller extra_attempts.");
+			refusal = JsStartRefusal(attempts, !no_max, max_attempts,
+									 !no_deadline,
+									 no_deadline ? 0 : DatumGetTimestampTz(deadline),
+									 no_budget ? NULL : DatumGetJsonbP(budget),
+									 no_spent ? NULL : DatumGetJsonbP(spent),
+									 &meter);
+		}
+
+		out[0] = Int64GetDatum(job_id);
+		if (refusal != NULL)
+		{
+			out[1] = CStringGetTextDatum("refused");
+			out[2] = CStringGetTextDatum(refusal);
+			outnulls[3] = true;
+		}
+		else
+		{
+			Datum		values[6];
+			char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+			TimestampTz run_after = now;
+
+			/* the k-th job (from 0) at now + k / per_second */
+			if (rated)
+				run_after += (int64) rint((double) redriven * USECS_PER_SEC / per_second);
+			values[0] = Int64GetDatum(job_id);
+			values[1] = Int32GetDatum(extra_attempts);
+			values[2] = pick[3];
+			nulls[2] = pick_nulls[3];
+			values[3] = pick[4];
+			nulls[3] = pick_nulls[4];
+			values[4] = queue;
+			values[5] = TimestampTzGetDatum(run_after);
+			if (JsExecute(&redrive_plan, values, nulls, false, 0) != 1)
+				JsRefuseSkippedUpdate();
+			SPI_freetuptable(SPI_tuptable);
+			redriven++;
+			out[1] = CStringGetTextDatum("redriven");
+			outnulls[2] = true;
+			out[3] = TimestampTzGetDatum(run_after);
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
 }

@@ -112,6 +112,8 @@ JsRowWriterBegin(JsRowWriter *w, Relation rel, bool speculative)
 	RangeTblEntry *rte;
 
 	w->estate = CreateExecutorState();
+	w->defaults = NULL;
+	w->defaults_generation = 0;
 
 	/* the server only reads the range table: no canary to check */
 	rte = JsAllocWithRoom(w->estate->es_query_cxt, sizeof(RangeTblEntry));
@@ -386,6 +388,7 @@ JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
 typedef struct JsDefaults
 {
 	Oid			relid;			/* InvalidOid: nothing cached */
+	uint64		generation;		/* counts the rebuilds */
 	int			natts;
 	Expr	  **exprs;			/* per column; NULL: the default is NULL */
 	MemoryContext context;
@@ -443,13 +446,16 @@ JsDefaultsFor(Relation rel)
 	}
 	MemoryContextSwitchTo(oldcontext);
 	js_defaults.relid = RelationGetRelid(rel);
+	js_defaults.generation++;
 	return &js_defaults;
 }
 
 /*
  * Give every column of slot whose set[] entry is false its default (NULL
  * where it has none).  The caller has cleared the slot and set the other
- * columns; it then stores the virtual tuple.
+ * columns; it then stores the virtual tuple.  A writer that inserts many
+ * rows (submit_many) builds each default's expression state once, again
+ * only when the cached defaults were rebuilt meanwhile.
  */
 void
 JsRowWriterDefaults(JsRowWriter *w, TupleTableSlot *slot, const bool *set)
@@ -460,16 +466,23 @@ JsRowWriterDefaults(JsRowWriter *w, TupleTableSlot *slot, const bool *set)
 	int			i;
 
 	oldcontext = MemoryContextSwitchTo(w->estate->es_query_cxt);
+	if (w->defaults == NULL || w->defaults_generation != defaults->generation)
+	{
+		w->defaults = palloc0(sizeof(ExprState *) * defaults->natts);
+		w->defaults_generation = defaults->generation;
+	}
 	for (i = 0; i < defaults->natts; i++)
 	{
 		if (set[i])
 			continue;
 		slot->tts_values[i] = (Datum) 0;
 		slot->tts_isnull[i] = true;
-		if (defaults->exprs[i] != NULL)
-			slot->tts_values[i] =
-				ExecEvalExprSwitchContext(ExecInitExpr(defaults->exprs[i], NULL),
-										  econtext, &slot->tts_isnull[i]);
+		if (defaults->exprs[i] == NULL)
+			continue;
+		if (w->defaults[i] == NULL)
+			w->defaults[i] = ExecInitExpr(defaults->exprs[i], NULL);
+		slot->tts_values[i] = ExecEvalExprSwitchContext(w->defaults[i], econtext,
+														&slot->tts_isnull[i]);
 	}
 	MemoryContextSwitchTo(oldcontext);
 }

@@ -48,6 +48,8 @@ typedef struct JsRowWriter
 	EState	   *estate;
 	ResultRelInfo *rri;			/* allocated by the server */
 	EPQState   *epqstate;		/* with room and a canary */
+	ExprState **defaults;		/* per column, built on first use */
+	uint64		defaults_generation;	/* of the column defaults they were built from */
 } JsRowWriter;
 
 /* index_beginscan gained an instrumentation argument in PostgreSQL 18 */

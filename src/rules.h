@@ -60,6 +60,10 @@ extern void JsDecideFail(const char *class_name, const JsJobColumns *cols,
 extern bool JsMeterAmountValid(const JsonbValue *v);
 extern void JsCheckBudget(Jsonb *budget);
 extern void JsCheckMetersKnown(int64 job_id, Jsonb *budget, Jsonb *extra);
+extern char *JsUnknownMeter(Jsonb *budget, Jsonb *extra);
+extern const char *JsStartRefusal(int32 attempts, bool has_max, int32 max_attempts,
+								  bool has_deadline, TimestampTz deadline,
+								  Jsonb *budget, Jsonb *spent, char **meter);
 extern void JsCheckStartAllowed(int64 job_id, int32 attempts, bool has_max,
 								int32 max_attempts, bool has_deadline,
 								TimestampTz deadline, Jsonb *budget, Jsonb *spent);

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * submit.c
- *	  Idempotent submit.
+ *	  Idempotent submit, of one job (submit) or of a batch (submit_many).
  *
- * (queue, idempotency_key) is unique (partial unique index).  The new job
- * is inserted as INSERT ... ON CONFLICT (queue, idempotency_key) DO NOTHING
+ * (queue, idempotency_key) is unique (partial unique index).  A new job is
+ * inserted as INSERT ... ON CONFLICT (queue, idempotency_key) DO NOTHING
  * would insert it, without starting a statement (JsRowWriterInsert,
  * rowwrite.c): two sessions submitting the same key at once get one job,
  * the second waits for the first to commit and then finds its row.  The
@@ -14,9 +14,18 @@
  * de-duplicates keys); submit computes it again only when it meets an
  * existing key.
  *
+ * Both calls go through the same steps (JsSubmitBegin, JsSubmitRow,
+ * JsSubmitEnd): one queue read and privilege check, one row writer (one
+ * insert "statement" whose AFTER triggers fire at its end) and at most one
+ * notification per call.  A batch draws its job ids in input order (so its
+ * jobs are claimed in that order) and then inserts the rows without a key
+ * first, then the keyed rows in key order: two batches that share keys
+ * wait for each other's keys in the same order and cannot deadlock.  A
+ * key given twice in one batch finds the job its first row made.
+ *
  * Locks: RowExclusiveLock on job, AccessShareLock on queue; the
- * speculative insertion lock of the new row, and the wait for a concurrent
- * insert of the same key.
+ * speculative insertion lock of each new row, and the wait for a
+ * concurrent insert of the same key (keyed rows in key order).
  *
  *-------------------------------------------------------------------------
  */
@@ -25,12 +34,13 @@
 #include "access/genam.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "common/cryptohash.h"
-#include "common/sha2.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
@@ -42,6 +52,7 @@
 #include "bgworker.h"
 
 PG_FUNCTION_INFO_V1(js_submit);
+PG_FUNCTION_INFO_V1(js_submit_many);
 
 static JsPlan existing_plan = {
 	"SELECT id, status, input_hash FROM job_state.job"
@@ -49,7 +60,7 @@ static JsPlan existing_plan = {
 	2, {TEXTOID, TEXTOID}
 };
 
-/* submit's arguments, in order */
+/* submit's arguments, in order; submit_many's arrays follow the same order */
 enum
 {
 	ARG_QUEUE = 0,
@@ -61,204 +72,482 @@ enum
 	ARG_DEADLINE,
 	ARG_BUDGET,
 	ARG_RESOURCE,
-	ARG_CONCURRENCY_KEY
+	ARG_CONCURRENCY_KEY,
+	JS_SUBMIT_NARGS
 };
 
-static void
-JsSetColumn(TupleTableSlot *slot, bool *set, int attno, Datum value, bool isnull)
+/* one job to submit: its values by ARG_* (ARG_QUEUE unused) */
+typedef struct JsSubmitJob
 {
-	slot->tts_values[attno - 1] = value;
-	slot->tts_isnull[attno - 1] = isnull;
-	set[attno - 1] = true;
+	Datum		args[JS_SUBMIT_NARGS];
+	bool		nulls[JS_SUBMIT_NARGS];
+	char	   *key;			/* the idempotency key, or NULL */
+	Datum		id;				/* int8 drawn by JsSubmitDrawId */
+	int			ord;			/* 1-based position in the call */
+} JsSubmitJob;
+
+typedef enum JsSubmitOutcome
+{
+	JS_SUBMIT_CREATED,
+	JS_SUBMIT_EXISTING,			/* same key, same input */
+	JS_SUBMIT_CONFLICT			/* same key, other input (submit_many only) */
+} JsSubmitOutcome;
+
+static const char *const js_submit_outcome_names[] = {"created", "existing", "conflict"};
+
+/* one call's open tables, writer and queue */
+typedef struct JsSubmitter
+{
+	Relation	job;
+	Relation	queuerel;
+	Relation	queue_pkey;
+	const JsJobColumns *cols;
+	JsQueueOptions q;
+	Datum		queue;			/* text */
+	char	   *queue_name;
+	Datum		submitter;		/* the calling role (regrole), or its name */
+	List	   *arbiters;		/* the key index, when a job has a key */
+	JsRowWriter w;
+	TupleTableSlot *slot;
+	bool	   *set;
+	bool	   *only_id;		/* every column set but id */
+	bool		spi;			/* connected for key lookups */
+	bool		created;		/* a job was created: notify */
+} JsSubmitter;
+
+static void
+JsSetColumn(JsSubmitter *s, int attno, Datum value, bool isnull)
+{
+	s->slot->tts_values[attno - 1] = value;
+	s->slot->tts_isnull[attno - 1] = isnull;
+	s->set[attno - 1] = true;
 }
 
 static void
-JsSetArg(FunctionCallInfo fcinfo, TupleTableSlot *slot, bool *set, int attno,
-		 int arg)
+JsSetArg(JsSubmitter *s, const JsSubmitJob *job, int attno, int arg)
 {
-	JsSetColumn(slot, set, attno, PG_ARGISNULL(arg) ? (Datum) 0 : PG_GETARG_DATUM(arg),
-				PG_ARGISNULL(arg));
+	JsSetColumn(s, attno, job->nulls[arg] ? (Datum) 0 : job->args[arg],
+				job->nulls[arg]);
 }
 
 /*
- * Insert the new job: true with its id and status, false when its key is
- * held by another job (and nothing was written).  An unknown queue is
- * JS008.  Runs like a statement: after a command-counter step, under a
- * fresh snapshot.
+ * The argument checks of one job (its input is not null).
  */
-static bool
-JsSubmitInsert(FunctionCallInfo fcinfo, Datum submitter, int64 *job_id,
-			   Datum *status)
+static void
+JsSubmitCheck(JsSubmitJob *job)
 {
-	Relation	job = table_open(JsOwnRelid("job"), RowExclusiveLock);
-	Relation	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
-	Relation	queue_pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
-	const JsJobColumns *cols = JsJobColumnsFor(job);
-	bool		has_key = !PG_ARGISNULL(ARG_KEY);
-	bool	   *set;
-	JsQueueOptions q;
-	JsRowWriter w;
-	TupleTableSlot *slot;
-	bytea	   *empty_hash;
-	JsInsertResult result;
-	bool		inserted;
+	if (!job->nulls[ARG_KEY])
+	{
+		job->key = TextDatumGetCString(job->args[ARG_KEY]);
+		JsCheckKey("idempotency key", job->key);
+	}
+	else
+		job->key = NULL;
+	if (!job->nulls[ARG_MAX_ATTEMPTS] && DatumGetInt32(job->args[ARG_MAX_ATTEMPTS]) < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_attempts must be at least 1"),
+				 errdetail("The value given is %d.", DatumGetInt32(job->args[ARG_MAX_ATTEMPTS]))));
+	if (!job->nulls[ARG_BUDGET])
+		JsCheckBudget(DatumGetJsonbP(job->args[ARG_BUDGET]));
+	if (!job->nulls[ARG_RESOURCE])
+		JsCheckName("resource", TextDatumGetCString(job->args[ARG_RESOURCE]));
+	if (!job->nulls[ARG_CONCURRENCY_KEY])
+		JsCheckKey("concurrency key", TextDatumGetCString(job->args[ARG_CONCURRENCY_KEY]));
+}
+
+/*
+ * Open the tables, read the queue (JS008 when there is none) and check the
+ * caller's submit privilege on it, before any key is looked at (no answer
+ * about another's keys), and begin the writer.  Runs like a statement:
+ * after a command-counter step, under a fresh snapshot, until
+ * JsSubmitEnd.
+ */
+static void
+JsSubmitBegin(JsSubmitter *s, Datum queue, bool any_key)
+{
+	MemSet(s, 0, sizeof(JsSubmitter));
+	s->job = table_open(JsOwnRelid("job"), RowExclusiveLock);
+	s->queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
+	s->queue_pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
+	s->cols = JsJobColumnsFor(s->job);
+	s->queue = queue;
+	s->queue_name = TextDatumGetCString(queue);
 
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	if (!JsReadQueue(queuerel, queue_pkey, PG_GETARG_DATUM(ARG_QUEUE), NULL, &q))
+	if (!JsReadQueue(s->queuerel, s->queue_pkey, queue, NULL, &s->q))
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-				 errmsg("queue \"%s\" does not exist",
-						text_to_cstring(PG_GETARG_TEXT_PP(ARG_QUEUE))),
+				 errmsg("queue \"%s\" does not exist", s->queue_name),
 				 errhint("Create it with job_state.create_queue().")));
-	/* before the key is looked at: no answer about another's keys */
-	JsRequireQueuePrivilege(text_to_cstring(PG_GETARG_TEXT_PP(ARG_QUEUE)), q.acl,
-							JS_QUEUE_SUBMIT);
+	JsRequireQueuePrivilege(s->queue_name, s->q.acl, JS_QUEUE_SUBMIT);
 
-	JsRowWriterBegin(&w, job, has_key);
-	slot = JsRowWriterSlot(&w, &TTSOpsVirtual);
-	set = palloc0(sizeof(bool) * slot->tts_tupleDescriptor->natts);
-	ExecClearTuple(slot);
-
-	JsSetArg(fcinfo, slot, set, cols->queue, ARG_QUEUE);
-	JsSetArg(fcinfo, slot, set, cols->idempotency_key, ARG_KEY);
-	JsSetArg(fcinfo, slot, set, cols->input, ARG_INPUT);
-	/* empty: the job trigger computes it */
-	empty_hash = palloc(VARHDRSZ);
-	SET_VARSIZE(empty_hash, VARHDRSZ);
-	JsSetColumn(slot, set, cols->input_hash, PointerGetDatum(empty_hash), false);
-	JsSetColumn(slot, set, cols->priority,
-				PG_ARGISNULL(ARG_PRIORITY) ? Int32GetDatum(0) : PG_GETARG_DATUM(ARG_PRIORITY),
-				false);
-	/* run_after: the column's default, now(), unless given */
-	if (!PG_ARGISNULL(ARG_RUN_AFTER))
-		JsSetArg(fcinfo, slot, set, cols->run_after, ARG_RUN_AFTER);
-	if (!PG_ARGISNULL(ARG_MAX_ATTEMPTS))
-		JsSetArg(fcinfo, slot, set, cols->max_attempts, ARG_MAX_ATTEMPTS);
-	else
-		JsSetColumn(slot, set, cols->max_attempts, Int32GetDatum(q.max_attempts),
-					!q.has_max_attempts);
-	JsSetArg(fcinfo, slot, set, cols->deadline, ARG_DEADLINE);
-	JsSetArg(fcinfo, slot, set, cols->budget, ARG_BUDGET);
-	JsSetArg(fcinfo, slot, set, cols->resource, ARG_RESOURCE);
-	JsSetArg(fcinfo, slot, set, cols->concurrency_key, ARG_CONCURRENCY_KEY);
+	/* the caller, not the definer: follows SET ROLE */
+	s->submitter = ObjectIdGetDatum(GetOuterUserId());
 	/* until ALTER EXTENSION UPDATE, a 0.1.0 table stores the role's name */
-	JsSetColumn(slot, set, cols->submitted_by,
-				cols->submitted_by_oid ? submitter :
-				CStringGetTextDatum(GetUserNameFromId(DatumGetObjectId(submitter), false)),
-				false);
-	JsRowWriterDefaults(&w, slot, set);
-	ExecStoreVirtualTuple(slot);
+	if (!s->cols->submitted_by_oid)
+		s->submitter = CStringGetTextDatum(GetUserNameFromId(DatumGetObjectId(s->submitter),
+															 false));
+	if (any_key)
+		s->arbiters = list_make1_oid(JsOwnRelid("job_idempotency_key"));
 
-	result = JsRowWriterInsert(&w, slot,
-							   has_key ? list_make1_oid(JsOwnRelid("job_idempotency_key")) : NIL);
-	if (result == JS_INSERT_SKIPPED)
-		ereport(ERROR,
-				(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
-				 errmsg("submit stored no job"),
-				 errdetail("A BEFORE INSERT trigger on job_state.job returned NULL for the new job."),
-				 errhint("A trigger on job_state.job must not skip the rows job_state writes; raise an error to refuse a job.")));
-	inserted = result == JS_INSERTED;
-	if (inserted)
+	JsRowWriterBegin(&s->w, s->job, any_key);
+	s->slot = JsRowWriterSlot(&s->w, &TTSOpsVirtual);
+	s->set = palloc(sizeof(bool) * s->slot->tts_tupleDescriptor->natts);
+	s->only_id = palloc(sizeof(bool) * s->slot->tts_tupleDescriptor->natts);
+	memset(s->only_id, true, sizeof(bool) * s->slot->tts_tupleDescriptor->natts);
+	s->only_id[s->cols->id - 1] = false;
+}
+
+/* the job's id, from the column's default (the job id sequence) */
+static void
+JsSubmitDrawId(JsSubmitter *s, JsSubmitJob *job)
+{
+	ExecClearTuple(s->slot);
+	JsRowWriterDefaults(&s->w, s->slot, s->only_id);
+	job->id = s->slot->tts_values[s->cols->id - 1];
+}
+
+/*
+ * Submit one job whose id is drawn: created, or the job holding its key
+ * (existing, or conflict with another input: JS002 when raise_conflict).
+ * *job_id and *status are the job's.
+ */
+static JsSubmitOutcome
+JsSubmitRow(JsSubmitter *s, JsSubmitJob *job, bool raise_conflict,
+			int64 *job_id, Datum *status)
+{
+	const JsJobColumns *cols = s->cols;
+
+	for (;;)
 	{
+		JsInsertResult result;
+		Datum		key_values[2];
 		bool		isnull;
 
-		*job_id = DatumGetInt64(slot_getattr(slot, cols->id, &isnull));
-		*status = slot_getattr(slot, cols->status, &isnull);
+		ExecClearTuple(s->slot);
+		memset(s->set, false, sizeof(bool) * s->slot->tts_tupleDescriptor->natts);
+		JsSetColumn(s, cols->id, job->id, false);
+		JsSetColumn(s, cols->queue, s->queue, false);
+		JsSetArg(s, job, cols->idempotency_key, ARG_KEY);
+		JsSetArg(s, job, cols->input, ARG_INPUT);
+		/* empty: the job trigger computes it */
+		{
+			bytea	   *empty_hash = palloc(VARHDRSZ);
+
+			SET_VARSIZE(empty_hash, VARHDRSZ);
+			JsSetColumn(s, cols->input_hash, PointerGetDatum(empty_hash), false);
+		}
+		JsSetColumn(s, cols->priority,
+					job->nulls[ARG_PRIORITY] ? Int32GetDatum(0) : job->args[ARG_PRIORITY],
+					false);
+		/* run_after: the column's default, now(), unless given */
+		if (!job->nulls[ARG_RUN_AFTER])
+			JsSetArg(s, job, cols->run_after, ARG_RUN_AFTER);
+		if (!job->nulls[ARG_MAX_ATTEMPTS])
+			JsSetArg(s, job, cols->max_attempts, ARG_MAX_ATTEMPTS);
+		else
+			JsSetColumn(s, cols->max_attempts, Int32GetDatum(s->q.max_attempts),
+						!s->q.has_max_attempts);
+		JsSetArg(s, job, cols->deadline, ARG_DEADLINE);
+		JsSetArg(s, job, cols->budget, ARG_BUDGET);
+		JsSetArg(s, job, cols->resource, ARG_RESOURCE);
+		JsSetArg(s, job, cols->concurrency_key, ARG_CONCURRENCY_KEY);
+		JsSetColumn(s, cols->submitted_by, s->submitter, false);
+		JsRowWriterDefaults(&s->w, s->slot, s->set);
+		ExecStoreVirtualTuple(s->slot);
+
+		result = JsRowWriterInsert(&s->w, s->slot, job->key != NULL ? s->arbiters : NIL);
+		if (result == JS_INSERT_SKIPPED)
+			ereport(ERROR,
+					(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
+					 errmsg("submit stored no job"),
+					 errdetail("A BEFORE INSERT trigger on job_state.job returned NULL for the new job."),
+					 errhint("A trigger on job_state.job must not skip the rows job_state writes; raise an error to refuse a job.")));
+		if (result == JS_INSERTED)
+		{
+			*job_id = DatumGetInt64(slot_getattr(s->slot, cols->id, &isnull));
+			*status = slot_getattr(s->slot, cols->status, &isnull);
+			s->created = true;
+			return JS_SUBMIT_CREATED;
+		}
+
+		/* the key is held: the job holding it, if it is still there */
+		Assert(job->key != NULL);
+		if (!s->spi)
+		{
+			SPI_connect();
+			s->spi = true;
+		}
+		key_values[0] = s->queue;
+		key_values[1] = job->args[ARG_KEY];
+		if (JsExecute(&existing_plan, key_values, NULL, false, 1) == 1)
+		{
+			JsSubmitOutcome outcome = JS_SUBMIT_EXISTING;
+			bytea	   *stored = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0],
+																	SPI_tuptable->tupdesc, 3, &isnull));
+			bytea	   *mine = JsInputHash(DatumGetJsonbP(job->args[ARG_INPUT]));
+
+			*job_id = JsGetInt64(0, 1, NULL);
+			/* an enum: by value */
+			*status = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+			if (VARSIZE_ANY_EXHDR(stored) != VARSIZE_ANY_EXHDR(mine) ||
+				memcmp(VARDATA_ANY(stored), VARDATA_ANY(mine),
+					   VARSIZE_ANY_EXHDR(mine)) != 0)
+			{
+				if (raise_conflict)
+					ereport(ERROR,
+							(errcode(ERRCODE_JS_IDEMPOTENCY_CONFLICT),
+							 errmsg("idempotency key \"%s\" of queue \"%s\" was used with a different input",
+									job->key, s->queue_name),
+							 errdetail("Job %lld holds this key; its input hash differs from this input's.",
+									   (long long) *job_id),
+							 errhint("Use a new idempotency key for a different input, or resend the original input.")));
+				outcome = JS_SUBMIT_CONFLICT;
+			}
+			SPI_freetuptable(SPI_tuptable);
+			return outcome;
+		}
+		SPI_freetuptable(SPI_tuptable);
+		/* the job holding the key was purged meanwhile: insert again */
 	}
-	JsRowWriterEnd(&w);
+}
+
+/*
+ * End the call: the writer's AFTER triggers fire, and one notification
+ * goes out when a job was created.
+ */
+static void
+JsSubmitEnd(JsSubmitter *s)
+{
+	if (s->spi)
+		SPI_finish();
+	JsRowWriterEnd(&s->w);
 	PopActiveSnapshot();
-	index_close(queue_pkey, NoLock);
-	table_close(queuerel, NoLock);
-	table_close(job, NoLock);
-	return inserted;
+	index_close(s->queue_pkey, NoLock);
+	table_close(s->queuerel, NoLock);
+	table_close(s->job, NoLock);
+	if (s->created)
+		JsNotifyNewJob(s->queue_name);
 }
 
 Datum
 js_submit(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *queue;
-	Jsonb	   *input;
-	char	   *key = NULL;
-	Datum		submitter;
-	Datum		key_values[2];
+	JsSubmitJob job;
+	JsSubmitter s;
+	int64		job_id;
+	Datum		status;
 	Datum		out[3];
 	bool		outnulls[3] = {false, false, false};
+	int			i;
 
 	JsRefuseNull(fcinfo, ARG_QUEUE, "queue");
 	JsRefuseNull(fcinfo, ARG_INPUT, "input");
 	PreventCommandIfReadOnly("submit()");
-	queue = text_to_cstring(PG_GETARG_TEXT_PP(ARG_QUEUE));
-	input = PG_GETARG_JSONB_P(ARG_INPUT);
-	if (!PG_ARGISNULL(ARG_KEY))
+	for (i = 0; i < JS_SUBMIT_NARGS; i++)
 	{
-		key = text_to_cstring(PG_GETARG_TEXT_PP(ARG_KEY));
-		JsCheckKey("idempotency key", key);
+		job.nulls[i] = PG_ARGISNULL(i);
+		job.args[i] = job.nulls[i] ? (Datum) 0 : PG_GETARG_DATUM(i);
 	}
-	if (!PG_ARGISNULL(ARG_MAX_ATTEMPTS) && PG_GETARG_INT32(ARG_MAX_ATTEMPTS) < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_attempts must be at least 1"),
-				 errdetail("The value given is %d.", PG_GETARG_INT32(ARG_MAX_ATTEMPTS))));
-	if (!PG_ARGISNULL(ARG_BUDGET))
-		JsCheckBudget(PG_GETARG_JSONB_P(ARG_BUDGET));
-	if (!PG_ARGISNULL(ARG_RESOURCE))
-		JsCheckName("resource", text_to_cstring(PG_GETARG_TEXT_PP(ARG_RESOURCE)));
-	if (!PG_ARGISNULL(ARG_CONCURRENCY_KEY))
-		JsCheckKey("concurrency key", text_to_cstring(PG_GETARG_TEXT_PP(ARG_CONCURRENCY_KEY)));
-
-	/* the caller, not the definer: follows SET ROLE */
-	submitter = ObjectIdGetDatum(GetOuterUserId());
+	job.ord = 1;
+	JsSubmitCheck(&job);
 
 	JsInitMaterialized(fcinfo);
 
-	for (;;)
-	{
-		int64		job_id;
-		Datum		status;
-		bool		isnull;
+	JsSubmitBegin(&s, PG_GETARG_DATUM(ARG_QUEUE), job.key != NULL);
+	JsSubmitDrawId(&s, &job);
+	out[1] = BoolGetDatum(JsSubmitRow(&s, &job, true, &job_id, &status) ==
+						  JS_SUBMIT_CREATED);
+	JsSubmitEnd(&s);
 
-		if (JsSubmitInsert(fcinfo, submitter, &job_id, &status))
-		{
-			out[0] = Int64GetDatum(job_id);
-			out[1] = BoolGetDatum(true);
-			out[2] = status;
-			JsNotifyNewJob(queue);
-			break;
-		}
-
-		/* the key is held: the job holding it, if it is still there */
-		Assert(key != NULL);
-		key_values[0] = PG_GETARG_DATUM(ARG_QUEUE);
-		key_values[1] = PG_GETARG_DATUM(ARG_KEY);
-		SPI_connect();
-		if (JsExecute(&existing_plan, key_values, NULL, false, 1) == 1)
-		{
-			int64		held_by = JsGetInt64(0, 1, NULL);
-			bytea	   *stored = DatumGetByteaPP(JsGetDatumCopy(0, 3, &isnull));
-			bytea	   *mine = JsInputHash(input);
-
-			if (VARSIZE_ANY_EXHDR(stored) != VARSIZE_ANY_EXHDR(mine) ||
-				memcmp(VARDATA_ANY(stored), VARDATA_ANY(mine),
-					   VARSIZE_ANY_EXHDR(mine)) != 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_JS_IDEMPOTENCY_CONFLICT),
-						 errmsg("idempotency key \"%s\" of queue \"%s\" was used with a different input",
-								key, queue),
-						 errdetail("Job %lld holds this key; its input hash differs from this input's.",
-								   (long long) held_by),
-						 errhint("Use a new idempotency key for a different input, or resend the original input.")));
-			out[0] = Int64GetDatum(held_by);
-			out[1] = BoolGetDatum(false);
-			out[2] = JsGetDatumCopy(0, 2, &isnull);
-			SPI_finish();
-			break;
-		}
-		SPI_finish();
-		/* the job holding the key was purged meanwhile: insert again */
-	}
-
+	out[0] = Int64GetDatum(job_id);
+	out[2] = status;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
+	return (Datum) 0;
+}
+
+/* "row N of submit_many" in the context of an error about one row */
+static void
+JsSubmitManyContext(void *arg)
+{
+	const int  *ord = arg;
+
+	if (*ord > 0)
+		errcontext("row %d of submit_many", *ord);
+}
+
+/* the names of submit_many's array arguments, by ARG_* */
+static const char *const js_many_names[JS_SUBMIT_NARGS] = {
+	"queue", "inputs", "idempotency_keys", "run_afters", "priorities",
+	"max_attempts", "deadlines", "budgets", "resources", "concurrency_keys"
+};
+
+/*
+ * Deconstruct array argument arg (one dimension, NULL: not given) into
+ * *elems and *nulls; its length must be n unless n < 0.
+ */
+static int
+JsManyArray(FunctionCallInfo fcinfo, int arg, int n, Datum **elems, bool **nulls)
+{
+	ArrayType  *array;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			count;
+
+	*elems = NULL;
+	*nulls = NULL;
+	if (PG_ARGISNULL(arg))
+		return -1;
+	array = PG_GETARG_ARRAYTYPE_P(arg);
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a one-dimensional array", js_many_names[arg]),
+				 errdetail("It has %d dimensions.", ARR_NDIM(array))));
+	count = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+	if (n < 0 && count > JS_MAX_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("submit_many takes at most %d jobs", JS_MAX_BATCH),
+				 errdetail("There are %d inputs.", count),
+				 errhint("Split the batch into calls of at most %d jobs.", JS_MAX_BATCH)));
+	if (n >= 0 && count != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must have one element per input", js_many_names[arg]),
+				 errdetail("Array %s has length %d; inputs has length %d.",
+						   js_many_names[arg], count, n),
+				 errhint("Pass NULL elements for the jobs that take the default, or omit the array.")));
+	get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
+	deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign,
+					  elems, nulls, &count);
+	return count;
+}
+
+/* the unkeyed jobs first, then by key; by position among equals */
+static int
+JsCompareKeyOrder(const void *a, const void *b)
+{
+	const JsSubmitJob *x = *(JsSubmitJob *const *) a;
+	const JsSubmitJob *y = *(JsSubmitJob *const *) b;
+
+	if ((x->key == NULL) != (y->key == NULL))
+		return x->key == NULL ? -1 : 1;
+	if (x->key != NULL)
+	{
+		int			c = strcmp(x->key, y->key);
+
+		if (c != 0)
+			return c;
+	}
+	return x->ord - y->ord;
+}
+
+/*
+ * submit_many: a batch of jobs to one queue in one call, each with the
+ * guarantees of submit; a key held with another input is reported per row
+ * (conflict) instead of failing the batch.
+ */
+Datum
+js_submit_many(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum	   *elems[JS_SUBMIT_NARGS];
+	bool	   *elem_nulls[JS_SUBMIT_NARGS];
+	int			n;
+	int			i;
+	int			arg;
+	JsSubmitJob *jobs;
+	JsSubmitJob **order;
+	int64	   *job_ids;
+	Datum	   *statuses;
+	JsSubmitOutcome *outcomes;
+	bool		any_key = false;
+	JsSubmitter s;
+	int			ord = 0;
+	ErrorContextCallback errcallback;
+
+	JsRefuseNull(fcinfo, ARG_QUEUE, "queue");
+	JsRefuseNull(fcinfo, ARG_INPUT, "inputs");
+	PreventCommandIfReadOnly("submit_many()");
+	n = JsManyArray(fcinfo, ARG_INPUT, -1, &elems[ARG_INPUT], &elem_nulls[ARG_INPUT]);
+	for (arg = ARG_KEY; arg < JS_SUBMIT_NARGS; arg++)
+		(void) JsManyArray(fcinfo, arg, n, &elems[arg], &elem_nulls[arg]);
+
+	jobs = palloc(sizeof(JsSubmitJob) * Max(n, 1));
+	order = palloc(sizeof(JsSubmitJob *) * Max(n, 1));
+	errcallback.callback = JsSubmitManyContext;
+	errcallback.arg = &ord;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	for (i = 0; i < n; i++)
+	{
+		JsSubmitJob *job = &jobs[i];
+
+		CHECK_FOR_INTERRUPTS();
+		ord = i + 1;
+		if (elem_nulls[ARG_INPUT][i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("inputs must not contain nulls"),
+					 errdetail("Element %d is null.", i + 1),
+					 errhint("Pass '{}' for a job without input.")));
+		job->ord = i + 1;
+		job->args[ARG_QUEUE] = (Datum) 0;
+		job->nulls[ARG_QUEUE] = true;
+		for (arg = ARG_INPUT; arg < JS_SUBMIT_NARGS; arg++)
+		{
+			job->nulls[arg] = elems[arg] == NULL || elem_nulls[arg][i];
+			job->args[arg] = job->nulls[arg] ? (Datum) 0 : elems[arg][i];
+		}
+		JsSubmitCheck(job);
+		any_key |= job->key != NULL;
+		order[i] = job;
+	}
+	ord = 0;
+
+	JsInitMaterialized(fcinfo);
+	job_ids = palloc(sizeof(int64) * Max(n, 1));
+	statuses = palloc(sizeof(Datum) * Max(n, 1));
+	outcomes = palloc(sizeof(JsSubmitOutcome) * Max(n, 1));
+
+	JsSubmitBegin(&s, PG_GETARG_DATUM(ARG_QUEUE), any_key);
+	/* ids in input order, so the batch is claimed in that order */
+	for (i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		JsSubmitDrawId(&s, &jobs[i]);
+	}
+	/* keys in one order for every batch: no deadlock between batches */
+	if (any_key)
+		qsort(order, n, sizeof(JsSubmitJob *), JsCompareKeyOrder);
+	for (i = 0; i < n; i++)
+	{
+		JsSubmitJob *job = order[i];
+
+		CHECK_FOR_INTERRUPTS();
+		ord = job->ord;
+		outcomes[job->ord - 1] = JsSubmitRow(&s, job, false, &job_ids[job->ord - 1],
+											 &statuses[job->ord - 1]);
+	}
+	ord = 0;
+	JsSubmitEnd(&s);
+	error_context_stack = errcallback.previous;
+
+	for (i = 0; i < n; i++)
+	{
+		Datum		out[4];
+		bool		outnulls[4] = {false, false, false, false};
+
+		out[0] = Int32GetDatum(i + 1);
+		out[1] = Int64GetDatum(job_ids[i]);
+		out[2] = CStringGetTextDatum(js_submit_outcome_names[outcomes[i]]);
+		out[3] = statuses[i];
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
+	}
 	return (Datum) 0;
 }
