@@ -171,7 +171,7 @@ CREATE ROLE regress_js_callback;
 CREATE ROLE regress_js_stranger;
 GRANT USAGE ON SCHEMA job_state TO regress_js_callback, regress_js_stranger;
 GRANT EXECUTE ON FUNCTION job_state.succeed(job_state.claim_token, jsonb),
-	job_state.heartbeat(job_state.claim_token, interval),
+	job_state.heartbeat(job_state.claim_token, interval, jsonb),
 	job_state.fail(job_state.claim_token, job_state.error_class, jsonb, interval),
 	job_state.claim(text, text, interval, int),
 	job_state.wait_for_callback(job_state.claim_token, interval, interval, boolean),
