@@ -112,21 +112,6 @@ JsParseQueuePrivilege(const char *name)
 	return 0;					/* keep the compiler quiet */
 }
 
-/* the owner of job_state's tables: the grantor of every queue privilege */
-static Oid
-JsQueueOwner(void)
-{
-	Oid			relid = JsOwnRelid("queue");
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-	return owner;
-}
-
 /*
  * Whether role holds every privilege of mode on a queue with this acl
  * (NULL: never granted on, open to all).
@@ -259,7 +244,8 @@ JsChangeQueueAcl(FunctionCallInfo fcinfo, bool grant)
 	queue = PG_GETARG_DATUM(0);
 	grantee = JsRoleArg(fcinfo, 1);
 	mode = JsPrivilegesArg(fcinfo, 2);
-	owner = JsQueueOwner();
+	/* the owner of job_state's tables: the grantor of every queue privilege */
+	owner = JsOwnRelOwner("queue");
 
 	SPI_connect();
 	if (JsExecute(&lock_queue_plan, &queue, NULL, false, 1) != 1)

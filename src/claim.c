@@ -119,42 +119,61 @@ js_claim(PG_FUNCTION_ARGS)
  * is not revived, and one whose max_lease has passed (a max_lease lowered
  * since the claim) is refused rather than given an expiry in the past.
  */
-static JsPlan heartbeat_plan = {
-	"UPDATE job_state.job j SET lease_expires_at = LEAST("
-	"   pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
-	"    LEAST(COALESCE($4, q.lease), q.max_lease),"
+#define JS_SQL_HEARTBEAT_SET \
+	"UPDATE job_state.job j SET lease_expires_at = LEAST(" \
+	"   pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)" \
+	"    LEAST(COALESCE($4, q.lease), q.max_lease)," \
 	"   j.started_at OPERATOR(pg_catalog.+) q.max_lease)"
-	" FROM job_state.queue q"
-	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3"
-	"  AND j.status OPERATOR(pg_catalog.=) 'running'"
-	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
-	"  AND j.started_at OPERATOR(pg_catalog.+) q.max_lease OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
-	"  AND q.name OPERATOR(pg_catalog.=) j.queue"
-	" RETURNING j.lease_expires_at, j.cancel_requested",
-	4, {TEXTOID, INT8OID, INT4OID, INTERVALOID}
-};
+#define JS_SQL_HEARTBEAT_WHERE \
+	" FROM job_state.queue q" \
+	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3" \
+	"  AND j.status OPERATOR(pg_catalog.=) 'running'" \
+	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()" \
+	"  AND j.started_at OPERATOR(pg_catalog.+) q.max_lease OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()" \
+	"  AND q.name OPERATOR(pg_catalog.=) j.queue" \
+	" RETURNING j.lease_expires_at, j.cancel_requested"
 
 /*
- * heartbeat with progress: the same, and $5 becomes the job's progress,
- * stamped with the generation of the claim that reported it.  A statement
- * of its own, so that heartbeat without progress still works on the 0.1.0
- * schema (no progress columns, and no progress argument).
+ * A waiting job's heartbeat (callback.c) moves its waiting window: to now +
+ * extend, or + the wait's heartbeat_interval, never past the callback
+ * timeout; a wait without a heartbeat interval has the timeout as its
+ * window.  The window must still be open.
  */
-static JsPlan heartbeat_progress_plan = {
-	"UPDATE job_state.job j SET lease_expires_at = LEAST("
-	"   pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
-	"    LEAST(COALESCE($4, q.lease), q.max_lease),"
-	"   j.started_at OPERATOR(pg_catalog.+) q.max_lease),"
-	"  progress = $5, progress_generation = j.generation,"
+#define JS_SQL_HEARTBEAT_WAITING_SET \
+	"UPDATE job_state.job j SET lease_expires_at = CASE" \
+	"   WHEN COALESCE($4, j.heartbeat_interval) IS NULL THEN j.callback_timeout_at" \
+	"   ELSE LEAST(pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)" \
+	"     COALESCE($4, j.heartbeat_interval), j.callback_timeout_at) END"
+#define JS_SQL_HEARTBEAT_WAITING_WHERE \
+	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3" \
+	"  AND j.status OPERATOR(pg_catalog.=) 'waiting'" \
+	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()" \
+	" RETURNING j.lease_expires_at, j.cancel_requested"
+
+/*
+ * With progress, $5 becomes the job's progress, stamped with the
+ * generation of the claim that reported it.  Statements of their own, so
+ * that heartbeat without progress still works on the 0.1.0 schema (no
+ * progress columns, and no progress argument).
+ */
+#define JS_SQL_HEARTBEAT_PROGRESS \
+	", progress = $5, progress_generation = j.generation," \
 	"  progress_at = pg_catalog.clock_timestamp()"
-	" FROM job_state.queue q"
-	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3"
-	"  AND j.status OPERATOR(pg_catalog.=) 'running'"
-	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
-	"  AND j.started_at OPERATOR(pg_catalog.+) q.max_lease OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
-	"  AND q.name OPERATOR(pg_catalog.=) j.queue"
-	" RETURNING j.lease_expires_at, j.cancel_requested",
-	5, {TEXTOID, INT8OID, INT4OID, INTERVALOID, JSONBOID}
+
+/* [waiting][with progress] */
+static JsPlan heartbeat_plans[2][2] = {
+	{
+		{JS_SQL_HEARTBEAT_SET JS_SQL_HEARTBEAT_WHERE,
+		4, {TEXTOID, INT8OID, INT4OID, INTERVALOID}},
+		{JS_SQL_HEARTBEAT_SET JS_SQL_HEARTBEAT_PROGRESS JS_SQL_HEARTBEAT_WHERE,
+		5, {TEXTOID, INT8OID, INT4OID, INTERVALOID, JSONBOID}},
+	},
+	{
+		{JS_SQL_HEARTBEAT_WAITING_SET JS_SQL_HEARTBEAT_WAITING_WHERE,
+		4, {TEXTOID, INT8OID, INT4OID, INTERVALOID}},
+		{JS_SQL_HEARTBEAT_WAITING_SET JS_SQL_HEARTBEAT_PROGRESS JS_SQL_HEARTBEAT_WAITING_WHERE,
+		5, {TEXTOID, INT8OID, INT4OID, INTERVALOID, JSONBOID}},
+	},
 };
 
 /* the largest progress a heartbeat stores, in bytes of its jsonb */
@@ -172,39 +191,6 @@ JsCheckProgress(Jsonb *progress)
 				 errdetail("The progress given is %zu bytes as jsonb.", size),
 				 errhint("Keep large output elsewhere and report a reference to it as progress.")));
 }
-
-/*
- * A waiting job's heartbeat (callback.c) moves its waiting window: to now +
- * extend, or + the wait's heartbeat_interval, never past the callback
- * timeout; a wait without a heartbeat interval has the timeout as its
- * window.  The window must still be open.
- */
-static JsPlan heartbeat_waiting_plan = {
-	"UPDATE job_state.job j SET lease_expires_at = CASE"
-	"   WHEN COALESCE($4, j.heartbeat_interval) IS NULL THEN j.callback_timeout_at"
-	"   ELSE LEAST(pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
-	"     COALESCE($4, j.heartbeat_interval), j.callback_timeout_at) END"
-	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3"
-	"  AND j.status OPERATOR(pg_catalog.=) 'waiting'"
-	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
-	" RETURNING j.lease_expires_at, j.cancel_requested",
-	4, {TEXTOID, INT8OID, INT4OID, INTERVALOID}
-};
-
-/* the same with progress ($5), as heartbeat_progress_plan does for running */
-static JsPlan heartbeat_waiting_progress_plan = {
-	"UPDATE job_state.job j SET lease_expires_at = CASE"
-	"   WHEN COALESCE($4, j.heartbeat_interval) IS NULL THEN j.callback_timeout_at"
-	"   ELSE LEAST(pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
-	"     COALESCE($4, j.heartbeat_interval), j.callback_timeout_at) END,"
-	"  progress = $5, progress_generation = j.generation,"
-	"  progress_at = pg_catalog.clock_timestamp()"
-	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3"
-	"  AND j.status OPERATOR(pg_catalog.=) 'waiting'"
-	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
-	" RETURNING j.lease_expires_at, j.cancel_requested",
-	5, {TEXTOID, INT8OID, INT4OID, INTERVALOID, JSONBOID}
-};
 
 Datum
 js_heartbeat(PG_FUNCTION_ARGS)
@@ -241,11 +227,9 @@ js_heartbeat(PG_FUNCTION_ARGS)
 	queue = JsTokenFenceCallback(token, values);
 	values[3] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[3] = PG_ARGISNULL(1) ? 'n' : ' ';
-	if (JsExecute(with_progress ? &heartbeat_progress_plan : &heartbeat_plan,
-				  values, nulls, false, 0) != 1 &&
+	if (JsExecute(&heartbeat_plans[0][with_progress], values, nulls, false, 0) != 1 &&
 		(!JsSchemaHasWaiting() ||
-		 JsExecute(with_progress ? &heartbeat_waiting_progress_plan : &heartbeat_waiting_plan,
-				   values, nulls, false, 0) != 1))
+		 JsExecute(&heartbeat_plans[1][with_progress], values, nulls, false, 0) != 1))
 		JsRefuseToken(queue, token, "heartbeat");
 
 	out[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &outnulls[0]);

@@ -25,6 +25,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_enum.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
@@ -63,6 +64,21 @@ bool
 JsSchemaHasWaiting(void)
 {
 	return get_attnum(JsOwnRelid("job"), "callback_timeout_at") != InvalidAttrNumber;
+}
+
+/* the owner of one of our relations (the owner of the extension's tables) */
+Oid
+JsOwnRelOwner(const char *name)
+{
+	Oid			relid = JsOwnRelid(name);
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
 }
 
 /* a relation of job_state's own schema */

@@ -103,6 +103,7 @@ extern const JsEventColumns *JsEventColumnsFor(Relation rel);
 extern int	JsColumnNumber(Relation rel, const char *name);
 
 extern Oid	JsOwnRelid(const char *name);
+extern Oid	JsOwnRelOwner(const char *name);
 extern bool JsQueueHasAcl(void);
 extern bool JsSchemaHasWaiting(void);
 

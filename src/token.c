@@ -375,12 +375,11 @@ JsTokenCheckCallback(const JsClaimToken *token)
 	return queue;
 }
 
-/* JsTokenFence with JsTokenCheckCallback's privileges */
-const char *
-JsTokenFenceCallback(const JsClaimToken *token, Datum *values)
-{
-	const char *queue = JsTokenCheckCallback(token);
 
+/* the first three parameters of a fenced statement: $1 queue, $2 job id, $3 generation */
+static const char *
+JsFenceParams(const char *queue, const JsClaimToken *token, Datum *values)
+{
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = Int64GetDatum(token->job_id);
 	values[2] = Int32GetDatum(token->generation);
@@ -389,17 +388,19 @@ JsTokenFenceCallback(const JsClaimToken *token, Datum *values)
 
 /*
  * Check a token (JsTokenCheck) and fill the first three parameters of a
- * fenced statement: $1 queue, $2 job id, $3 generation.  Needs SPI.
+ * fenced statement.  Needs SPI.
  */
 const char *
 JsTokenFence(const JsClaimToken *token, Datum *values)
 {
-	const char *queue = JsTokenCheck(token);
+	return JsFenceParams(JsTokenCheck(token), token, values);
+}
 
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = Int64GetDatum(token->job_id);
-	values[2] = Int32GetDatum(token->generation);
-	return queue;
+/* JsTokenFence with JsTokenCheckCallback's privileges */
+const char *
+JsTokenFenceCallback(const JsClaimToken *token, Datum *values)
+{
+	return JsFenceParams(JsTokenCheckCallback(token), token, values);
 }
 
 /*

@@ -88,21 +88,6 @@ static JsPlan wait_read_plan = {
 	1, {INT8OID}
 };
 
-/* the owner of job_state.job, whom each read runs as */
-static Oid
-JsJobTableOwner(void)
-{
-	Oid			relid = JsOwnRelid("job");
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-	return owner;
-}
-
 pg_noreturn static void
 JsWaitNoSuchJob(int64 job_id)
 {
@@ -129,7 +114,7 @@ JsWaitRead(int64 job_id, JsWaitState *state, MemoryContext cxt)
 	int			i;
 
 	GetUserIdAndSecContext(&saved_user, &saved_sec);
-	SetUserIdAndSecContext(JsJobTableOwner(),
+	SetUserIdAndSecContext(JsOwnRelOwner("job"),
 						   saved_sec | SECURITY_LOCAL_USERID_CHANGE);
 
 	if (JsExecute(&wait_read_plan, &id, NULL, false, 1) == 0)
