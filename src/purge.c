@@ -27,25 +27,24 @@
 
 PG_FUNCTION_INFO_V1(js_purge);
 
-static JsPlan purge_plan = {
-	"WITH d AS ("
-	"  DELETE FROM job_state.job"
-	"  WHERE status OPERATOR(pg_catalog.=) ANY ('{succeeded,failed,cancelled}'::job_state.status[])"
-	"   AND finished_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
-	"   AND ($2::pg_catalog.text[] IS NULL OR queue OPERATOR(pg_catalog.=) ANY ($2))"
+/* the finished jobs purge deletes: $1 older_than, $2 the queues (NULL: all) */
+#define JS_SQL_PURGE_JOBS \
+	"WITH d AS (" \
+	"  DELETE FROM job_state.job" \
+	"  WHERE status OPERATOR(pg_catalog.=) ANY ('{succeeded,failed,cancelled}'::job_state.status[])" \
+	"   AND finished_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)" \
+	"   AND ($2::pg_catalog.text[] IS NULL OR queue OPERATOR(pg_catalog.=) ANY ($2))" \
 	"  RETURNING queue, id),"
+
+static JsPlan purge_plan = {
+	JS_SQL_PURGE_JOBS
 	JS_DELETE_JOB_ROWS,
 	2, {INTERVALOID, TEXTARRAYOID}
 };
 
 /* on the 0.1.0 schema, which has no job_ref */
 static JsPlan purge_plan_010 = {
-	"WITH d AS ("
-	"  DELETE FROM job_state.job"
-	"  WHERE status OPERATOR(pg_catalog.=) ANY ('{succeeded,failed,cancelled}'::job_state.status[])"
-	"   AND finished_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
-	"   AND ($2::pg_catalog.text[] IS NULL OR queue OPERATOR(pg_catalog.=) ANY ($2))"
-	"  RETURNING queue, id),"
+	JS_SQL_PURGE_JOBS
 	JS_DELETE_JOB_ROWS_010,
 	2, {INTERVALOID, TEXTARRAYOID}
 };
