@@ -22,11 +22,11 @@ import sys
 
 out = sys.argv[1]
 MODE_ORDER = ["floor", "floor_same_writes", "job_state", "job_state_events_off", "job_state_limited",
-              "job_state_rated", "job_state_retry", "floor_batch", "job_state_batch", "job_state_batch_each",
+              "job_state_rated", "job_state_retry", "floor_batch", "job_state_batch", "job_state_batch_notify_off", "job_state_batch_each",
               "floor_insert", "floor_insert_same_writes", "floor_insert_notify", "submit_nokey", "submit_key", "submit_key_commit",
               "floor_insert_many", "floor_insert_many_same_writes", "submit_many", "submit_each", "floor_cycle", "js_cycle"]
 FLOOR = {"floor_same_writes": "floor", "job_state": "floor", "job_state_events_off": "floor", "job_state_limited": "floor",
-         "job_state_rated": "floor", "job_state_retry": "floor", "job_state_batch": "floor", "job_state_batch_each": "floor",
+         "job_state_rated": "floor", "job_state_retry": "floor", "job_state_batch": "floor", "job_state_batch_notify_off": "floor", "job_state_batch_each": "floor",
          "submit_nokey": "floor_insert", "submit_key": "floor_insert", "submit_key_commit": "floor_insert", "floor_insert_notify": "floor_insert", "floor_insert_same_writes": "floor_insert", "js_cycle": "floor_cycle",
          "floor_insert_many_same_writes": "floor_insert_many", "submit_many": "floor_insert_many", "submit_each": "floor_insert_many"}
 UNIT = {"job_state_retry": "attempts/s"}
