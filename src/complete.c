@@ -79,19 +79,6 @@ JsCompletionBegin(JsCompletion *c, const char *what)
 	JsRowWriterBeginUpdate(&c->w, c->rel, &c->locked, &c->newslot);
 }
 
-/* the JsStatus of a status label of the job table */
-static JsStatus
-JsStatusOf(const JsJobColumns *cols, Datum label)
-{
-	int			i;
-
-	for (i = 0; i < JS_NUM_STATUS; i++)
-		if (cols->status_oids[i] == DatumGetObjectId(label))
-			return (JsStatus) i;
-	elog(ERROR, "job_state: unexpected status label %u", DatumGetObjectId(label));
-	pg_unreachable();
-}
-
 /* two nullable jsonb values, equal as jsonb's = says */
 static bool
 JsSameJsonb(Datum a, bool a_null, Datum b, bool b_null)
@@ -127,7 +114,7 @@ JsLockFenced(JsCompletion *c, Datum queue, Datum id, int32 generation,
 	JsRowWriterCopy(c->newslot, c->locked);
 	if (DatumGetInt32(c->newslot->tts_values[cols->generation - 1]) != generation)
 		return JS_FENCE_STALE;
-	*status = JsStatusOf(cols, c->newslot->tts_values[cols->status - 1]);
+	*status = JsStatusOfLabel(cols, c->newslot->tts_values[cols->status - 1]);
 	return *status == JS_RUNNING || *status == JS_WAITING || *status == JS_UNKNOWN ?
 		JS_FENCE_OK : JS_FENCE_ENDED;
 }

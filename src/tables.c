@@ -207,14 +207,20 @@ JsStatus
 JsTupleStatus(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc)
 {
 	bool		isnull;
-	Oid			label;
+
+	return JsStatusOfLabel(cols, heap_getattr(tuple, cols->status, tupdesc, &isnull));
+}
+
+/* the JsStatus of a label (an OID of job_state.status) */
+JsStatus
+JsStatusOfLabel(const JsJobColumns *cols, Datum label)
+{
 	int			i;
 
-	label = DatumGetObjectId(heap_getattr(tuple, cols->status, tupdesc, &isnull));
 	for (i = 0; i < JS_NUM_STATUS; i++)
-		if (cols->status_oids[i] == label)
+		if (cols->status_oids[i] == DatumGetObjectId(label))
 			return (JsStatus) i;
-	elog(ERROR, "job_state: unexpected status label %u", label);
+	elog(ERROR, "job_state: unexpected status label %u", DatumGetObjectId(label));
 	pg_unreachable();
 }
 

@@ -76,6 +76,7 @@ typedef struct JsJobColumns
 extern const JsJobColumns *JsJobColumnsFor(Relation rel);
 extern bool JsStatusFinished(JsStatus s);
 extern JsStatus JsTupleStatus(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc);
+extern JsStatus JsStatusOfLabel(const JsJobColumns *cols, Datum label);
 extern int32 JsTupleInt32(HeapTuple tuple, TupleDesc tupdesc, int attnum, bool *isnull);
 extern int64 JsTupleJobId(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc);
 extern bool JsTupleReadyKey(const JsJobColumns *cols, HeapTuple tuple,
