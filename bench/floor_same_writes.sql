@@ -1,7 +1,7 @@
 -- floor_same_writes: job_state's writes by hand-written SQL.  Claim moves one
 -- job of a table shaped like job_state.job (same five indexes) to running and
--- writes its history row; done, in a second transaction, moves it to
--- succeeded and writes another.  No fencing check beyond the WHERE clause,
+-- writes its history row (naming the worker); done, in a second transaction,
+-- moves it to succeeded and writes another (without the worker).  No fencing check beyond the WHERE clause,
 -- no trigger, no function call.
 WITH c AS (UPDATE bench_sw_job SET status = 'running', generation = generation + 1, attempts = attempts + 1, worker = 'w' || :client_id, lease_expires_at = clock_timestamp() + interval '5 min', started_at = clock_timestamp() WHERE queue = 'bench' AND id = (SELECT id FROM bench_sw_job WHERE queue = 'bench' AND status = 'accepted' AND run_after <= now() ORDER BY priority DESC, run_after, id LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) RETURNING queue, id, generation, worker), e AS (INSERT INTO bench_sw_event (queue, job_id, from_status, to_status, generation, detail) SELECT queue, id, 'accepted', 'running', generation, jsonb_build_object('worker', worker) FROM c) SELECT coalesce((SELECT id FROM c), 0) AS id, coalesce((SELECT generation FROM c), 0) AS gen \gset
-WITH u AS (UPDATE bench_sw_job SET status = 'succeeded', result = NULL, reason = NULL, lease_expires_at = NULL, finished_at = clock_timestamp() WHERE queue = 'bench' AND id = :id AND generation = :gen AND status = 'running' RETURNING queue, id, generation, worker) INSERT INTO bench_sw_event (queue, job_id, from_status, to_status, generation, detail) SELECT queue, id, 'running', 'succeeded', generation, jsonb_build_object('worker', worker) FROM u;
+WITH u AS (UPDATE bench_sw_job SET status = 'succeeded', result = NULL, reason = NULL, lease_expires_at = NULL, finished_at = clock_timestamp() WHERE queue = 'bench' AND id = :id AND generation = :gen AND status = 'running' RETURNING queue, id, generation, worker) INSERT INTO bench_sw_event (queue, job_id, from_status, to_status, generation, detail) SELECT queue, id, 'running', 'succeeded', generation, NULL FROM u;

@@ -599,3 +599,14 @@ COMMENT ON FUNCTION job_state.redrive_many(pg_catalog.text, pg_catalog.text,
 REVOKE ALL ON FUNCTION job_state.redrive_many(pg_catalog.text, pg_catalog.text,
 	pg_catalog.int4, pg_catalog.float8, pg_catalog.int4, pg_catalog.jsonb,
 	pg_catalog.timestamptz) FROM PUBLIC;
+
+/*
+ * A job without an idempotency key has no input hash (nothing compares
+ * it), and the submit writes no history row: the job row records it.
+ * Rows stored before keep what they have.
+ */
+ALTER TABLE job_state.job ALTER COLUMN input_hash DROP NOT NULL;
+COMMENT ON COLUMN job_state.job.input_hash IS
+	'SHA-256 of the input of a job with an idempotency key, computed by the job_state_fsm trigger (a key given again with other input is refused); NULL for a job without a key';
+COMMENT ON TABLE job_state.job_event IS
+	'append-only history of job state changes after the submit (the job row records the submit: accepted_at, submitted_by)';

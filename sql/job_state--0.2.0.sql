@@ -233,7 +233,7 @@ CREATE TABLE job_state.job (
 	accepted_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	priority pg_catalog.int4 NOT NULL DEFAULT 0,
 	idempotency_key pg_catalog.text,
-	input_hash pg_catalog.bytea NOT NULL,
+	input_hash pg_catalog.bytea,
 	input pg_catalog.jsonb NOT NULL,
 	resource pg_catalog.text,
 	concurrency_key pg_catalog.text,
@@ -276,6 +276,8 @@ COMMENT ON COLUMN job_state.job.callback_timeout_at IS
 	'while the job is waiting for a callback: when its outcome becomes unknown if no callback came (lease_expires_at is the waiting window, up to this); NULL otherwise';
 COMMENT ON COLUMN job_state.job.heartbeat_interval IS
 	'while the job is waiting for a callback: how long each heartbeat keeps the waiting window open (NULL: no heartbeat needed)';
+COMMENT ON COLUMN job_state.job.input_hash IS
+	'SHA-256 of the input of a job with an idempotency key, computed by the job_state_fsm trigger (a key given again with other input is refused); NULL for a job without a key';
 COMMENT ON COLUMN job_state.job.submitted_by IS
 	'the role that submitted the job (the caller of submit, following SET ROLE), by OID: follows renames; 0 once the role is dropped';
 COMMENT ON COLUMN job_state.job.progress IS
@@ -312,7 +314,7 @@ CREATE TABLE job_state.job_event (
 ) WITH (autovacuum_vacuum_insert_scale_factor = 0.05,
 		vacuum_truncate = false);
 COMMENT ON TABLE job_state.job_event IS
-	'append-only history of job state changes (from_status is NULL for the submit)';
+	'append-only history of job state changes after the submit (the job row records the submit: accepted_at, submitted_by)';
 CREATE INDEX job_event_job ON job_state.job_event (queue, job_id);
 
 /*

@@ -2,7 +2,9 @@
  *
  * event.c
  *	  Writing job history: one job_event row per change of a job's status
- *	  or generation, for the job_state_event trigger (job_trigger.c).
+ *	  or generation after its submit, for the job_state_event trigger
+ *	  (job_trigger.c).  The submit itself is recorded by the job row
+ *	  (accepted_at, submitted_by: fixed, fsm.c).
  *
  * Every write of a job, by our functions or by raw SQL, fires that trigger,
  * so history is written in one place.  The row goes in through the
@@ -54,7 +56,8 @@ JsPushText(JsonbParseState **state, const char *key, Datum value)
 	pushJsonbValue(state, WJB_VALUE, &v);
 }
 
-/* {"reason": ..., "worker": ...} without the NULL ones; NULL when both are */
+/* {"reason": ..., "worker": ...} without the NULL ones; NULL when both are
+ * (the trigger passes the worker only where the change set it) */
 static Datum
 JsEventDetail(const JsEvent *ev, bool *isnull)
 {
@@ -108,11 +111,8 @@ JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev)
 	slot->tts_isnull[cols->job_id - 1] = false;
 	slot->tts_values[cols->seq - 1] = Int64GetDatum(nextval_internal(seqid, false));
 	slot->tts_isnull[cols->seq - 1] = false;
-	if (ev->from >= 0)
-	{
-		slot->tts_values[cols->from_status - 1] = ObjectIdGetDatum(status_oids[ev->from]);
-		slot->tts_isnull[cols->from_status - 1] = false;
-	}
+	slot->tts_values[cols->from_status - 1] = ObjectIdGetDatum(status_oids[ev->from]);
+	slot->tts_isnull[cols->from_status - 1] = false;
 	slot->tts_values[cols->to_status - 1] = ObjectIdGetDatum(status_oids[ev->to]);
 	slot->tts_isnull[cols->to_status - 1] = false;
 	slot->tts_values[cols->generation - 1] = Int32GetDatum(ev->generation);

@@ -7,9 +7,13 @@
  *
  * Invariants (SPEC section 1), checked without SPI statements:
  *	- INSERT only as 'accepted' with zeroed counters and no slot; input_hash
- *	  is computed here from the input, so it can never disagree with it;
- *	- UPDATE only along the transition table below; queue, id, key, input
- *	  and input_hash never change; generation, attempts, throttles and spent
+ *	  is computed here from the input, so it can never disagree with it,
+ *	  and only for a job with an idempotency key (the one use of the hash:
+ *	  a key given again with other input); a job without a key gets NULL,
+ *	  unless the column is still NOT NULL (a 0.1.0 schema);
+ *	- UPDATE only along the transition table below; queue, id, key, input,
+ *	  input_hash, submitted_by and accepted_at never change (the job row is
+ *	  the record of its submit: job_event has no row for it); generation, attempts, throttles and spent
  *	  amounts never decrease; retries fall back to 0 only on a re-run out of
  *	  failed/unknown/cancelled; a succeeded job is final (late spend aside);
  *	- entering 'running' bumps generation and attempts, stamps started_at and
@@ -157,7 +161,7 @@ JsRefuseChange(int64 job_id, const char *column)
 			(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 			 errmsg("column \"%s\" of job %lld cannot change", column,
 					(long long) job_id),
-			 errdetail("A job's queue, id, idempotency key and input are fixed at submit."),
+			 errdetail("A job's queue, id, idempotency key, input, submitter and acceptance time are fixed at submit."),
 			 errhint("Submit a new job instead.")));
 }
 
@@ -382,7 +386,14 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 	input = heap_getattr(tuple, cols->input, tupdesc, &isnull);
 	if (isnull)
 		return tuple;			/* the NOT NULL constraint will object */
-	hash = PointerGetDatum(JsInputHash(DatumGetJsonbP(input)));
+	if (heap_attisnull(tuple, cols->idempotency_key, tupdesc) &&
+		!TupleDescAttr(tupdesc, cols->input_hash - 1)->attnotnull)
+	{
+		hash = (Datum) 0;
+		hash_null = true;
+	}
+	else
+		hash = PointerGetDatum(JsInputHash(DatumGetJsonbP(input)));
 	return heap_modify_tuple_by_cols(tuple, tupdesc, 1, (int *) &cols->input_hash,
 									 &hash, &hash_null);
 }
@@ -432,6 +443,10 @@ JsCheckFixedColumns(const JsJobColumns *cols, TupleDesc tupdesc,
 		JsRefuseChange(job_id, "input");
 	if (!JsSameValue(oldtup, newtup, tupdesc, cols->input_hash))
 		JsRefuseChange(job_id, "input_hash");
+	if (!JsSameValue(oldtup, newtup, tupdesc, cols->submitted_by))
+		JsRefuseChange(job_id, "submitted_by");
+	if (!JsSameValue(oldtup, newtup, tupdesc, cols->accepted_at))
+		JsRefuseChange(job_id, "accepted_at");
 
 	/* what a start needs from the limits is fixed once the job may run */
 	if (to != JS_ACCEPTED)

@@ -169,22 +169,36 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 	if (!js_track_events || js_restore)
 		return PointerGetDatum(NULL);
 
-	ev.generation = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
-	ev.from = -1;
-	if (TRIGGER_FIRED_BY_UPDATE(event))
-	{
-		HeapTuple	oldtup = trigdata->tg_trigtuple;
+	/*
+	 * The submit writes no history row: the job row itself records it
+	 * (accepted_at and submitted_by, which no update can change), and a job
+	 * leaves with its history, so the row would say nothing the job does not.
+	 */
+	if (!TRIGGER_FIRED_BY_UPDATE(event))
+		return PointerGetDatum(NULL);
 
-		ev.from = JsTupleStatus(cols, oldtup, tupdesc);
-		if (ev.from == (int) to &&
-			JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull) == ev.generation)
-			return PointerGetDatum(NULL);
-	}
+	ev.generation = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
+	ev.from = JsTupleStatus(cols, trigdata->tg_trigtuple, tupdesc);
+	if (ev.from == to &&
+		JsTupleInt32(trigdata->tg_trigtuple, tupdesc, cols->generation, &isnull) == ev.generation)
+		return PointerGetDatum(NULL);
 	ev.to = to;
 	ev.queue = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
 	ev.job_id = heap_getattr(newtup, cols->id, tupdesc, &isnull);
 	ev.reason = heap_getattr(newtup, cols->reason, tupdesc, &ev.reason_null);
-	ev.worker = heap_getattr(newtup, cols->worker, tupdesc, &ev.worker_null);
+	/*
+	 * The worker only where the change named it (a claim): every later
+	 * event of the generation has the same one, and a worker's name is
+	 * often the widest part of the row.
+	 */
+	if (to == JS_RUNNING ||
+		!JsSameValue(trigdata->tg_trigtuple, newtup, tupdesc, cols->worker))
+		ev.worker = heap_getattr(newtup, cols->worker, tupdesc, &ev.worker_null);
+	else
+	{
+		ev.worker = (Datum) 0;
+		ev.worker_null = true;
+	}
 	JsWriteEvent(trigdata->tg_relation, cols->status_oids, &ev);
 
 	return PointerGetDatum(NULL);

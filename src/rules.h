@@ -26,7 +26,7 @@ typedef struct JsEvent
 {
 	Datum		queue;			/* text */
 	Datum		job_id;			/* int8 */
-	int			from;			/* a JsStatus, or -1 for a new job */
+	JsStatus	from;			/* a submit writes no event */
 	JsStatus	to;
 	int32		generation;
 	Datum		reason;			/* text */

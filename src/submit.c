@@ -232,13 +232,8 @@ JsSubmitRow(JsSubmitter *s, JsSubmitJob *job, bool raise_conflict,
 		JsSetColumn(s, cols->queue, s->queue, false);
 		JsSetArg(s, job, cols->idempotency_key, ARG_KEY);
 		JsSetArg(s, job, cols->input, ARG_INPUT);
-		/* empty: the job trigger computes it */
-		{
-			bytea	   *empty_hash = palloc(VARHDRSZ);
-
-			SET_VARSIZE(empty_hash, VARHDRSZ);
-			JsSetColumn(s, cols->input_hash, PointerGetDatum(empty_hash), false);
-		}
+		/* NULL: the job trigger computes it (for a job with a key) */
+		JsSetColumn(s, cols->input_hash, (Datum) 0, true);
 		JsSetColumn(s, cols->priority,
 					job->nulls[ARG_PRIORITY] ? Int32GetDatum(0) : job->args[ARG_PRIORITY],
 					false);

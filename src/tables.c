@@ -164,6 +164,7 @@ static const JsColumnName js_job_column_names[] = {
 	JS_JOB_COLUMN(priority, "priority"),
 	JS_JOB_COLUMN(resource, "resource"),
 	JS_JOB_COLUMN(submitted_by, "submitted_by"),
+	JS_JOB_COLUMN(accepted_at, "accepted_at"),
 	JS_JOB_COLUMN(run_after, "run_after"),
 };
 

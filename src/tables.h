@@ -68,6 +68,7 @@ typedef struct JsJobColumns
 	int			resource;
 	int			submitted_by;
 	bool		submitted_by_oid;	/* regrole since 0.2.0; text before */
+	int			accepted_at;
 	/* the waiting window (callback.c); 0 in a 0.1.0 schema */
 	int			callback_timeout_at;
 	int			heartbeat_interval;

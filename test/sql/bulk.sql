@@ -47,10 +47,13 @@ SELECT ord, outcome, status FROM job_state.submit_many('bulk3',
 SELECT input, idempotency_key, run_after > now() AS later, priority, max_attempts,
        deadline, budget, resource, concurrency_key, submitted_by = current_user::regrole AS mine
   FROM job_state.job WHERE queue = 'bulk3' ORDER BY id;
--- every created job has its history row, as for submit
-SELECT j.id IS NOT NULL AS has_job, e.from_status, e.to_status
-  FROM job_state.job j JOIN job_state.job_event e ON e.queue = j.queue AND e.job_id = j.id
- WHERE j.queue = 'bulk3' ORDER BY j.id;
+-- as for submit, the job row records the submit (who, when, and the input
+-- hash of a keyed job only); job_event gets no row for it
+SELECT j.accepted_at <= now() AS accepted, j.idempotency_key,
+       j.input_hash = sha256(convert_to(j.input::text, 'UTF8')) AS hashed,
+       (SELECT count(*) FROM job_state.job_event e
+         WHERE e.queue = j.queue AND e.job_id = j.id) AS events
+  FROM job_state.job j WHERE j.queue = 'bulk3' ORDER BY j.id;
 -- an empty batch returns nothing
 SELECT * FROM job_state.submit_many('bulk', '{}'::jsonb[]);
 -- the most rows a call takes

@@ -5,12 +5,15 @@
 SELECT job_state.create_queue('raw');
 SELECT count(*) FROM (SELECT job_state.submit('raw', jsonb_build_object('n', i)) FROM generate_series(1, 6) i) s;
 
--- INSERT only as accepted with zero counters; input_hash is always computed
+-- INSERT only as accepted with zero counters; input_hash is computed for a
+-- job with a key (whatever the INSERT gave), NULL without one
 INSERT INTO job_state.job (queue, input, input_hash, status) VALUES ('raw', '{}', '\x00', 'running');
 INSERT INTO job_state.job (queue, input, input_hash, generation) VALUES ('raw', '{}', '\x00', 3);
 INSERT INTO job_state.job (queue, input, input_hash, attempts) VALUES ('raw', '{}', '\x00', 1);
 INSERT INTO job_state.job (queue, input, input_hash) VALUES ('raw', '{"raw": 1}', '\x00') RETURNING id, status,
        input_hash = sha256(convert_to('{"raw": 1}', 'UTF8')) AS hash_computed;
+INSERT INTO job_state.job (queue, input, input_hash, idempotency_key) VALUES ('raw', '{"raw": 2}', '\x00', 'raw-key')
+RETURNING status, input_hash = sha256(convert_to('{"raw": 2}', 'UTF8')) AS hash_computed;
 
 -- key lengths and max_attempts are checked like CHECK constraints
 INSERT INTO job_state.job (queue, input, input_hash, idempotency_key) VALUES ('raw', '{}', '\x00', '');
@@ -48,6 +51,9 @@ UPDATE job_state.job SET queue = 'raw2' WHERE id = 2;
 UPDATE job_state.job SET id = 100 WHERE id = 2;
 UPDATE job_state.job SET idempotency_key = 'new' WHERE id = 2;
 UPDATE job_state.job SET input_hash = '\x00' WHERE id = 2;
+-- the job row is the record of its submit: who and when are fixed too
+UPDATE job_state.job SET submitted_by = 'pg_monitor' WHERE id = 2;
+UPDATE job_state.job SET accepted_at = accepted_at - interval '1 day' WHERE id = 2;
 -- a no-op write of the same input is fine
 UPDATE job_state.job SET input = input, priority = 3 WHERE id = 2 RETURNING priority;
 -- leaving running clears the lease and stamps finished_at

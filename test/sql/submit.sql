@@ -57,8 +57,13 @@ SELECT * FROM job_state.submit('sub', '{}', resource => 'no-such-model');
 -- nothing was written by the refused calls
 SELECT count(*) AS jobs FROM job_state.job;
 
--- every submit is in job_event
-SELECT count(*) AS submit_events FROM job_state.job_event WHERE from_status IS NULL;
+-- a submit writes no history row: the job row records it (accepted_at,
+-- submitted_by), and only a keyed job has an input hash (what a key given
+-- again is checked against)
+SELECT count(*) FILTER (WHERE from_status IS NULL) AS submit_events, count(*) AS events
+  FROM job_state.job_event;
+SELECT idempotency_key IS NOT NULL AS keyed, input_hash IS NOT NULL AS hashed, count(*)
+  FROM job_state.job GROUP BY 1, 2 ORDER BY 1, 2;
 
 -- the submit is part of the caller's transaction
 BEGIN;

@@ -433,18 +433,18 @@ is( value(q{
 	  LEFT JOIN LATERAL (SELECT e.to_status, e.generation FROM job_state.job_event e
 						  WHERE e.queue = j.queue AND e.job_id = j.id
 						  ORDER BY e.seq DESC LIMIT 1) last ON true
-	 WHERE last.to_status IS DISTINCT FROM j.status
-		OR last.generation IS DISTINCT FROM j.generation}),
-	'0', "every job's status and generation are those its history ends in");
+	 WHERE COALESCE(last.to_status, 'accepted') IS DISTINCT FROM j.status
+		OR COALESCE(last.generation, 0) IS DISTINCT FROM j.generation}),
+	'0', "every job's status and generation are those its history ends in (accepted, 0 without history: the submit writes none)");
 is( value(q{
 	SELECT pg_catalog.count(*) FROM (
 		SELECT from_status, pg_catalog.lag(to_status) OVER w AS prev,
 			   pg_catalog.row_number() OVER w AS n, to_status
 		  FROM job_state.job_event
 		WINDOW w AS (PARTITION BY queue, job_id ORDER BY seq)) h
-	 WHERE (n = 1 AND (from_status IS NOT NULL OR to_status <> 'accepted'))
+	 WHERE (n = 1 AND from_status IS DISTINCT FROM 'accepted')
 		OR (n > 1 AND from_status IS DISTINCT FROM prev)}),
-	'0', "every job's history is one unbroken chain from its submit");
+	'0', "every job's history is one unbroken chain from its submit (as accepted)");
 my $by_status = value(q{
 	SELECT pg_catalog.string_agg(status || ' ' || n, ', ' ORDER BY status)
 	  FROM (SELECT status::text, pg_catalog.count(*) AS n FROM job_state.job GROUP BY 1) s});
