@@ -389,6 +389,9 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 	if (heap_attisnull(tuple, cols->idempotency_key, tupdesc) &&
 		!TupleDescAttr(tupdesc, cols->input_hash - 1)->attnotnull)
 	{
+		/* what submit writes: the row needs no copy */
+		if (heap_attisnull(tuple, cols->input_hash, tupdesc))
+			return tuple;
 		hash = (Datum) 0;
 		hash_null = true;
 	}

@@ -9,7 +9,8 @@
  * rowwrite.c): two sessions submitting the same key at once get one job,
  * the second waits for the first to commit and then finds its row.  The
  * columns submit does not set take their defaults; the job triggers check
- * the row, compute its input hash and record its history.  The input hash
+ * the row and compute the input hash of a keyed job (a job without a key
+ * has none; the submit writes no history row).  The input hash
  * is SHA-256 over the canonical text of the jsonb (jsonb already orders and
  * de-duplicates keys); submit computes it again only when it meets an
  * existing key.
@@ -280,14 +281,17 @@ JsSubmitRow(JsSubmitter *s, JsSubmitJob *job, bool raise_conflict,
 		if (JsExecute(&existing_plan, key_values, NULL, false, 1) == 1)
 		{
 			JsSubmitOutcome outcome = JS_SUBMIT_EXISTING;
-			bytea	   *stored = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0],
-																	SPI_tuptable->tupdesc, 3, &isnull));
+			Datum		stored_datum = SPI_getbinval(SPI_tuptable->vals[0],
+													 SPI_tuptable->tupdesc, 3, &isnull);
+			bytea	   *stored = isnull ? NULL : DatumGetByteaPP(stored_datum);
 			bytea	   *mine = JsInputHash(DatumGetJsonbP(job->args[ARG_INPUT]));
 
 			*job_id = JsGetInt64(0, 1, NULL);
 			/* an enum: by value */
 			*status = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-			if (VARSIZE_ANY_EXHDR(stored) != VARSIZE_ANY_EXHDR(mine) ||
+			/* no stored hash (a row restored so): nothing shows the input is the same */
+			if (stored == NULL ||
+				VARSIZE_ANY_EXHDR(stored) != VARSIZE_ANY_EXHDR(mine) ||
 				memcmp(VARDATA_ANY(stored), VARDATA_ANY(mine),
 					   VARSIZE_ANY_EXHDR(mine)) != 0)
 			{

@@ -23,7 +23,12 @@ INSERT INTO job_state.job (queue, id, input, input_hash, status, generation, att
   VALUES ('rst', 1001, '{"n": 1}', '\x00', 'succeeded', 1, 1, now());
 INSERT INTO job_state.job (queue, id, input, input_hash, generation, attempts)
   VALUES ('rst', 1002, '{"n": 2}', '\x00', 1, 1);
+-- a keyed job restored without its input hash
+INSERT INTO job_state.job (queue, id, input, idempotency_key)
+  VALUES ('rst', 1003, '{"n": 3}', 'rst-key');
 RESET job_state.restore;
+-- nothing shows that input is the same, so the key is refused (JS002)
+SELECT * FROM job_state.submit('rst', '{"n": 3}', 'rst-key');
 SELECT id, status, generation FROM job_state.job WHERE queue = 'rst' ORDER BY id;
 -- and the rules hold again
 UPDATE job_state.job SET status = 'accepted' WHERE id = 1001;
