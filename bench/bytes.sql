@@ -9,8 +9,11 @@
 \set ON_ERROR_STOP on
 \o /dev/null
 SELECT job_state.create_queue('bytes');
-SELECT count(*) FROM job_state.submit_many('bytes',
-	ARRAY(SELECT jsonb_build_object('kind', 'bench', 'n', g) FROM generate_series(1, :jobs) g));
+-- in calls of at most 1,000 jobs (submit_many takes up to 10,000)
+SELECT sum((SELECT count(*) FROM job_state.submit_many('bytes',
+	ARRAY(SELECT jsonb_build_object('kind', 'bench', 'n', g)
+			FROM generate_series(b, least(b + 999, :jobs)) g))))
+  FROM generate_series(1, :jobs, 1000) b;
 \o
 DO $$
 DECLARE

@@ -248,6 +248,31 @@ $token{live} = $worker->query_safe(q{SELECT token FROM job_state.claim('plain', 
 is($worker->query_safe(qq{SELECT cancel_requested FROM job_state.heartbeat('$token{live}')}),
 	'f', 'a connected worker holds a claim on the 0.1.0 schema');
 
+# a job without a key: the 0.1.0 column input_hash is NOT NULL, so the new
+# library still hashes its input there (0.2.0 leaves it NULL)
+sql(q{SELECT job_state.create_queue('keyless')});
+my $keyless = submit(q{'keyless', '{"n": 16}'});
+is(sql(qq{SELECT input_hash = sha256(convert_to(input::text, 'UTF8'))
+	  FROM job_state.job WHERE id = $keyless}),
+	't', 'on the 0.1.0 schema: a job without a key still gets its input hash');
+sql(qq{SELECT job_state.cancel($keyless)});
+
+# the new library's wait_for_callback, reached on the 0.1.0 schema (which
+# has no SQL function for it and no status waiting), refuses and changes
+# nothing
+sql(q{CREATE FUNCTION public.wait_for_callback_probe(job_state.claim_token,
+	interval, interval, boolean)
+	RETURNS TABLE(status job_state.status, callback_timeout_at timestamptz,
+		lease_expires_at timestamptz)
+	AS '$libdir/job_state', 'js_wait_for_callback' LANGUAGE C});
+is(sqlstate_of(qq{SELECT * FROM public.wait_for_callback_probe('$token{running2}',
+	'1 hour', NULL, false)}),
+	'0A000', 'on the 0.1.0 schema: waiting for a callback is refused');
+is(sql(qq{SELECT status FROM job_state.job WHERE id = $job{running2}}),
+	'running', 'the refused wait left the job running');
+sql(q{DROP FUNCTION public.wait_for_callback_probe(job_state.claim_token,
+	interval, interval, boolean)});
+
 is( sql(q{SELECT string_agg(DISTINCT status::text, ',' ORDER BY status::text)
 	  FROM job_state.job}),
 	'accepted,cancelled,failed,running,succeeded,unknown',
