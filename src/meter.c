@@ -114,25 +114,49 @@ JsBudgetExhaustedMeter(Jsonb *budget, Jsonb *spent)
 	return NULL;
 }
 
+/* which limit forbids a start, checked in the order attempts, deadline, budget */
+typedef enum JsStartLimit
+{
+	JS_START_ALLOWED,
+	JS_START_ATTEMPTS,
+	JS_START_DEADLINE,
+	JS_START_BUDGET
+} JsStartLimit;
+
+/* the reasons (SPEC 6) of the limits, by JsStartLimit */
+static const char *const js_start_limit_reasons[] = {
+	NULL, "attempts_exhausted", "deadline_exceeded", "budget_exhausted"
+};
+
+/* the used-up meter into *meter for JS_START_BUDGET, NULL otherwise */
+static JsStartLimit
+JsStartLimitUsed(int32 attempts, bool has_max, int32 max_attempts,
+				 bool has_deadline, TimestampTz deadline,
+				 Jsonb *budget, Jsonb *spent, char **meter)
+{
+	*meter = NULL;
+	if (has_max && attempts >= max_attempts)
+		return JS_START_ATTEMPTS;
+	if (has_deadline && deadline <= GetCurrentTimestamp())
+		return JS_START_DEADLINE;
+	*meter = budget != NULL ? JsBudgetExhaustedMeter(budget, spent) : NULL;
+	if (*meter != NULL)
+		return JS_START_BUDGET;
+	return JS_START_ALLOWED;
+}
+
 /*
  * Why a job with these limits may not start, as its reason (SPEC 6), or
- * NULL when it may; checked in the order attempts, deadline, budget.  The
- * used-up meter into *meter.
+ * NULL when it may.  The used-up meter into *meter.
  */
 const char *
 JsStartRefusal(int32 attempts, bool has_max, int32 max_attempts,
 			   bool has_deadline, TimestampTz deadline,
 			   Jsonb *budget, Jsonb *spent, char **meter)
 {
-	*meter = NULL;
-	if (has_max && attempts >= max_attempts)
-		return "attempts_exhausted";
-	if (has_deadline && deadline <= GetCurrentTimestamp())
-		return "deadline_exceeded";
-	*meter = budget != NULL ? JsBudgetExhaustedMeter(budget, spent) : NULL;
-	if (*meter != NULL)
-		return "budget_exhausted";
-	return NULL;
+	return js_start_limit_reasons[JsStartLimitUsed(attempts, has_max, max_attempts,
+												   has_deadline, deadline,
+												   budget, spent, meter)];
 }
 
 /*
@@ -146,29 +170,34 @@ JsCheckStartAllowed(int64 job_id, int32 attempts, bool has_max, int32 max_attemp
 					Jsonb *budget, Jsonb *spent)
 {
 	char	   *meter;
-	const char *refusal = JsStartRefusal(attempts, has_max, max_attempts,
-										 has_deadline, deadline, budget, spent,
-										 &meter);
 
-	if (refusal == NULL)
-		return;
-	if (strcmp(refusal, "attempts_exhausted") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_ATTEMPTS_EXHAUSTED),
-				 errmsg("job %lld has used all its attempts", (long long) job_id),
-				 errdetail("It has made %d of %d attempts.", attempts, max_attempts),
-				 errhint("Redrive it with extra_attempts to run it again.")));
-	if (strcmp(refusal, "deadline_exceeded") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_DEADLINE_EXCEEDED),
-				 errmsg("job %lld is past its deadline", (long long) job_id),
-				 errdetail("The deadline is %s.", timestamptz_to_str(deadline)),
-				 errhint("Redrive it with new_deadline to run it again.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_JS_BUDGET_EXCEEDED),
-			 errmsg("job %lld has used up its budget", (long long) job_id),
-			 errdetail("Meter \"%s\" has reached its limit.", meter),
-			 errhint("Redrive it with extra_budget to raise the limit of meter \"%s\".", meter)));
+	switch (JsStartLimitUsed(attempts, has_max, max_attempts, has_deadline,
+							 deadline, budget, spent, &meter))
+	{
+		case JS_START_ALLOWED:
+			return;
+		case JS_START_ATTEMPTS:
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ATTEMPTS_EXHAUSTED),
+					 errmsg("job %lld has used all its attempts", (long long) job_id),
+					 errdetail("It has made %d of %d attempts.", attempts, max_attempts),
+					 errhint("Redrive it with extra_attempts to run it again.")));
+			break;
+		case JS_START_DEADLINE:
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_DEADLINE_EXCEEDED),
+					 errmsg("job %lld is past its deadline", (long long) job_id),
+					 errdetail("The deadline is %s.", timestamptz_to_str(deadline)),
+					 errhint("Redrive it with new_deadline to run it again.")));
+			break;
+		case JS_START_BUDGET:
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_BUDGET_EXCEEDED),
+					 errmsg("job %lld has used up its budget", (long long) job_id),
+					 errdetail("Meter \"%s\" has reached its limit.", meter),
+					 errhint("Redrive it with extra_budget to raise the limit of meter \"%s\".", meter)));
+			break;
+	}
 }
 
 /*

@@ -375,7 +375,6 @@ JsTokenCheckCallback(const JsClaimToken *token)
 	return queue;
 }
 
-
 /* the first three parameters of a fenced statement: $1 queue, $2 job id, $3 generation */
 static const char *
 JsFenceParams(const char *queue, const JsClaimToken *token, Datum *values)
