@@ -43,6 +43,8 @@ MIN_SLICE = 2.5  # seconds; shorter slices give no latency figures
 SCEN_TEXT = {
     "idle": "one session `BEGIN; SELECT txid_current();` then idle in transaction",
     "rr": "4 sessions `BEGIN ISOLATION LEVEL REPEATABLE READ`, then `count(*)` of the job table over and over in that transaction",
+    "none": "nothing pins the horizon (its middle phase is named pressure only to line up with the others): "
+            "the baseline for the sizes",
 }
 SAMPLE_COLS = ["t", "live", "dead", "vacuums", "idx_read", "heap", "idx", "total", "hist", "horizon",
                "ctime", "busy", "steal", "ours", "clients"]
@@ -289,7 +291,7 @@ for sc in scenarios:
     for sy in SYSTEMS:
         if (sc, sy) in errors:
             print(f"- {sy}: ERROR: {errors[(sc, sy)]}")
-        if not pair[sy]:
+        if not pair[sy] and any(s == sc and y == sy for s, y, _ in order):
             print(f"- {sy}: no data")
     for phase in ("clean", "pressure", "recovery"):
         st = {sy: phase_stats(pair[sy], phase) if pair[sy] else None for sy in SYSTEMS}
@@ -327,3 +329,33 @@ for sc in scenarios:
             print(f"Horizon sessions, {sy}: " + "; ".join(
                 ln.strip() for ln in pair[sy]["pin_log"].splitlines() if ln.strip() and "session" in ln))
             print()
+
+# sizes at the end of each run against the run in which nothing pinned the
+# horizon (scenario none), per system: what a pinned horizon left behind
+base_runs = {sy: runs.get(("none", sy)) for sy in SYSTEMS}
+if any(base_runs.values()) and len(scenarios) > 1:
+    print("### sizes at the end of each run against the run without a pinned horizon (none)")
+    print()
+    print("Sizes at the last sample (after the recovery phase): the job table with its indexes, the "
+          "history with its index, and their sum, in MB; ratio = this run's total / the none run's.  "
+          "No rows are purged in any run, so every run keeps all the jobs it completed.")
+    print()
+    print("| system | scenario | jobs in the table | job table + indexes MB | history + index MB | total MB | bytes/job | total / none |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for sy in SYSTEMS:
+        b = base_runs.get(sy)
+        if not b:
+            continue
+        bl = b["slices"][-1] if b["slices"] else None
+        for sc in scenarios:
+            run = runs.get((sc, sy))
+            if not run or not run["slices"]:
+                continue
+            last = run["slices"][-1]
+            tot = last["table_total_bytes"] + last["history_total_bytes"]
+            nrows = run["rels"][0][3] if run["rels"] else None
+            btot = bl["table_total_bytes"] + bl["history_total_bytes"] if bl else None
+            print(f"| {sy} | {sc} | {fmt(nrows)} | {fmt(mb(last['table_total_bytes']), 1)} | "
+                  f"{fmt(mb(last['history_total_bytes']), 1)} | {fmt(mb(tot), 1)} | "
+                  f"{fmt(tot / nrows if nrows else None)} | {ratio(tot, btot)} |")
+    print()
