@@ -38,7 +38,9 @@ import sys
 
 out = sys.argv[1]
 RAW = os.path.join(out, "raw")
-SYSTEMS = ["floor", "job_state"]
+ALL_SYSTEMS = ["floor", "same_writes", "job_state"]
+# ratio columns: (numerator, denominator), shown when both systems ran
+RATIOS = [("job_state", "floor"), ("same_writes", "floor"), ("job_state", "same_writes")]
 MIN_SLICE = 2.5  # seconds; shorter slices give no latency figures
 SCEN_TEXT = {
     "idle": "one session `BEGIN; SELECT txid_current();` then idle in transaction",
@@ -47,7 +49,7 @@ SCEN_TEXT = {
             "the baseline for the sizes",
 }
 SAMPLE_COLS = ["t", "live", "dead", "vacuums", "idx_read", "heap", "idx", "total", "hist", "horizon",
-               "ctime", "busy", "steal", "ours", "clients"]
+               "ctime", "busy", "steal", "ours", "clients", "pins"]
 
 
 def fnum(x):
@@ -92,6 +94,8 @@ def load_run(tag):
     if os.path.exists(p + ".samples.tsv"):
         for line in open(p + ".samples.tsv"):
             f = line.rstrip("\n").split("\t")
+            if len(f) == len(SAMPLE_COLS) - 1:
+                f.append("")  # recorded before the horizon sessions' ticks were
             if len(f) != len(SAMPLE_COLS) or fnum(f[0]) is None:
                 continue
             samples.append({k: fnum(v) for k, v in zip(SAMPLE_COLS, f)})
@@ -122,6 +126,9 @@ def load_run(tag):
         cap = cdur * hz * nproc if cdur > 0 else None
         # live pgbench processes only: the slice in which they exit has no figure
         cl = b["clients"] - a["clients"] if b["clients"] >= a["clients"] else None
+        # the horizon sessions' backends: the slice in which one ends has no figure
+        pins = b["pins"] - a["pins"] if a["pins"] is not None and b["pins"] is not None \
+            and b["pins"] >= a["pins"] else None
         idx_delta = b["idx_read"] - a["idx_read"]
         slices.append({
             "slice": j + 1, "t_start": a["t"] - base, "t_end": b["t"] - base, "secs": dur, "phase": phase,
@@ -137,6 +144,8 @@ def load_run(tag):
             "steal_pct": (b["steal"] - a["steal"]) / cap * 100 if cap else None,
             "cluster_cpu_pct": (b["ours"] - a["ours"]) / cap * 100 if cap else None,
             "clients_cpu_pct": cl / cap * 100 if cap and cl is not None else None,
+            "pins_cpu_pct": pins / cap * 100 if cap and pins is not None else None,
+            "queue_cpu_pct": (b["ours"] - a["ours"] - pins) / cap * 100 if cap and pins is not None else None,
             "others_cpu_pct": max(0.0, (b["busy"] - a["busy"] - (b["ours"] - a["ours"]) - cl) / cap * 100)
             if cap and cl is not None else None,
             "producer_lag_ms": lag.get(j),
@@ -149,7 +158,8 @@ def load_run(tag):
                 rels.append((f[0], f[1], int(f[2]), int(f[3])))
     return {"phases": {"clean": c, "pressure": pr, "recovery": rc}, "rate": rate, "slices": slices,
             "rels": rels, "pin_log": open(p + ".pin.log").read() if os.path.exists(p + ".pin.log") else "",
-            "consumers": ph.get("consumers"), "sessions": ph.get("sessions"), "nproc": nproc}
+            "consumers": ph.get("consumers"), "sessions": ph.get("sessions"), "nproc": nproc,
+            "producers": ph.get("producers", "2")}
 
 
 def phase_stats(run, phase):
@@ -172,6 +182,8 @@ def phase_stats(run, phase):
     steal = [s["steal_pct"] for s in ss if s["steal_pct"] is not None]
     ours = [s["cluster_cpu_pct"] for s in ss if s["cluster_cpu_pct"] is not None]
     clients = [s["clients_cpu_pct"] for s in ss if s["clients_cpu_pct"] is not None]
+    pins = [s["pins_cpu_pct"] for s in ss if s["pins_cpu_pct"] is not None]
+    queue = [s["queue_cpu_pct"] for s in ss if s["queue_cpu_pct"] is not None]
     others = [s["others_cpu_pct"] for s in ss if s["others_cpu_pct"] is not None]
     lags = [s["producer_lag_ms"] for s in ss if s["producer_lag_ms"] is not None]
     return {
@@ -191,6 +203,8 @@ def phase_stats(run, phase):
         "steal_max": max(steal) if steal else None,
         "cluster_mean": statistics.mean(ours) if ours else None,
         "clients_mean": statistics.mean(clients) if clients else None,
+        "pins_mean": statistics.mean(pins) if pins else None,
+        "queue_mean": statistics.mean(queue) if queue else None,
         "others_max": max(others) if others else None,
         "lag_max": max(lags) if lags else None,
         "vacuums_end": last["vacuums"],
@@ -233,12 +247,15 @@ ROWS = [
     ("oldest xid/xmin held, max age (xids)", "horizon_max", 0),
     ("machine CPU busy %, mean", "busy_mean", 0),
     ("cluster's processes CPU %, mean", "cluster_mean", 0),
+    ("of which the horizon sessions' backends, mean", "pins_mean", 0),
+    ("of which the rest (the queue), mean", "queue_mean", 0),
     ("pgbench CPU %, mean", "clients_mean", 0),
     ("other processes CPU %, worst slice", "others_max", 0),
     ("steal %, worst slice", "steal_max", 0),
     ("producer lag ms (pgbench -R), worst 5 s", "lag_max", 1),
 ]
 NO_RATIO = {"offered_s", "horizon_max", "busy_mean", "steal_max", "cluster_mean", "clients_mean", "others_max",
+            "pins_mean",
             "lag_max", "vacuums_end"}
 
 runs_file = os.path.join(out, "pressure_runs.tsv")
@@ -251,12 +268,15 @@ for line in open(runs_file):
             errors[(f[0], f[1])] = f[3]
 runs = {(sc, sy): load_run(tag) for sc, sy, tag in order}
 runs = {k: v for k, v in runs.items() if v}
+SYSTEMS = [sy for sy in ALL_SYSTEMS if any(y == sy for _, y, _ in order)]
+ratios = [(a, b) for a, b in RATIOS if a in SYSTEMS and b in SYSTEMS]
 
 # every slice of every run
 cols = ["scenario", "system", "slice", "phase", "t_start", "t_end", "secs", "inserted", "claims", "completed",
         "p50_ms", "p95_ms", "max_ms", "depth", "n_live_tup", "n_dead_tup", "vacuums", "ready_idx_tup_read",
         "entries_per_claim", "heap_bytes", "index_bytes", "table_total_bytes", "history_total_bytes",
-        "horizon_age_xids", "cpu_busy_pct", "steal_pct", "cluster_cpu_pct", "clients_cpu_pct", "others_cpu_pct",
+        "horizon_age_xids", "cpu_busy_pct", "steal_pct", "cluster_cpu_pct", "pins_cpu_pct", "queue_cpu_pct",
+        "clients_cpu_pct", "others_cpu_pct",
         "producer_lag_ms"]
 with open(os.path.join(out, "pressure_slices.tsv"), "w", newline="") as fh:
     w = csv.writer(fh, delimiter="\t", lineterminator="\n")
@@ -278,11 +298,12 @@ print("## pressure: a queue at a fixed offered rate while the xmin horizon is pi
 print()
 if any_run:
     ph = any_run["phases"]
-    print(f"Producer: pgbench -R {any_run['rate']:,.0f} jobs/s, 2 clients; {any_run['consumers']} consumers "
+    print(f"Producer: pgbench -R {any_run['rate']:,.0f} jobs/s, {any_run['producers']} clients; {any_run['consumers']} consumers "
           f"(claim, then done/succeed; 5 ms sleep when the claim is empty); phases clean {ph['clean']} s, "
           f"pressure {ph['pressure']} s, recovery {ph['recovery']} s; 5-s slices.  Each run starts from "
           f"an empty queue (2,000 finished rows).  The producer and the consumers share the {any_run['nproc']} CPUs with the server.  "
-          "Ratio = job_state / floor.  Every slice: `pressure_slices.tsv`.")
+          "same_writes: job_state's tables and writes by hand-written SQL (no trigger, no function; its "
+          "claim walks the ready index from the head, as the floor's).  Every slice: `pressure_slices.tsv`.")
     print()
 for sc in scenarios:
     pair = {sy: runs.get((sc, sy)) for sy in SYSTEMS}
@@ -298,14 +319,15 @@ for sc in scenarios:
         secs = next((r["phases"][phase] for r in pair.values() if r), "?")
         print(f"#### {sc}, {phase} ({secs} s)")
         print()
-        print("| | floor | job_state | job_state / floor |")
-        print("|---|---:|---:|---:|")
+        print("| | " + " | ".join(SYSTEMS) + "".join(f" | {a} / {b}" for a, b in ratios) + " |")
+        print("|---|" + "---:|" * (len(SYSTEMS) + len(ratios)))
         for label, key, nd in ROWS:
-            a = st["floor"][key] if st["floor"] else None
-            b = st["job_state"][key] if st["job_state"] else None
-            if key == "hist_mb_end" and st["floor"]:
-                a = None
-            print(f"| {label} | {fmt(a, nd)} | {fmt(b, nd)} | {'' if key in NO_RATIO else ratio(b, a)} |")
+            v = {sy: st[sy][key] if st[sy] else None for sy in SYSTEMS}
+            if key == "hist_mb_end" and "floor" in v:
+                v["floor"] = None
+            cells = [fmt(v[sy], nd) for sy in SYSTEMS]
+            cells += ["" if key in NO_RATIO else ratio(v[a], v[b]) for a, b in ratios]
+            print(f"| {label} | " + " | ".join(cells) + " |")
         print()
     rec = {sy: recovery(pair[sy]) if pair[sy] else ("-", None) for sy in SYSTEMS}
     print("Recovery (seconds from the end of pressure to the first 5-s slice whose pickup p95 is within "
@@ -337,11 +359,12 @@ if any(base_runs.values()) and len(scenarios) > 1:
     print("### sizes at the end of each run against the run without a pinned horizon (none)")
     print()
     print("Sizes at the last sample (after the recovery phase): the job table with its indexes, the "
-          "history with its index, and their sum, in MB; ratio = this run's total / the none run's.  "
+          "history with its index, and their sum, in MB; the ratios are this run's total and bytes per job over "
+          "the none run's (they differ when the producer fell behind in one run).  "
           "No rows are purged in any run, so every run keeps all the jobs it completed.")
     print()
-    print("| system | scenario | jobs in the table | job table + indexes MB | history + index MB | total MB | bytes/job | total / none |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("| system | scenario | jobs in the table | job table + indexes MB | history + index MB | total MB | bytes/job | total / none | bytes/job / none |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for sy in SYSTEMS:
         b = base_runs.get(sy)
         if not b:
@@ -355,7 +378,9 @@ if any(base_runs.values()) and len(scenarios) > 1:
             tot = last["table_total_bytes"] + last["history_total_bytes"]
             nrows = run["rels"][0][3] if run["rels"] else None
             btot = bl["table_total_bytes"] + bl["history_total_bytes"] if bl else None
+            bn = b["rels"][0][3] if b["rels"] else None
             print(f"| {sy} | {sc} | {fmt(nrows)} | {fmt(mb(last['table_total_bytes']), 1)} | "
                   f"{fmt(mb(last['history_total_bytes']), 1)} | {fmt(mb(tot), 1)} | "
-                  f"{fmt(tot / nrows if nrows else None)} | {ratio(tot, btot)} |")
+                  f"{fmt(tot / nrows if nrows else None)} | {ratio(tot, btot)} | "
+                  f"{ratio(tot / nrows if nrows else None, btot / bn if btot and bn else None)} |")
     print()
