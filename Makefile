@@ -12,6 +12,7 @@ OBJS = \
 	src/submit.o \
 	src/claim.o \
 	src/claim_mark.o \
+	src/lease_floor.o \
 	src/frontier.o \
 	src/take.o \
 	src/claim_limited.o \
@@ -81,8 +82,9 @@ src/rowwrite.o: src/job_state.h src/errcodes.h src/rowwrite.h
 src/submit.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h src/bgworker.h src/frontier.h
 src/claim.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/take.h src/claim_mark.h src/frontier.h src/token.h src/acl.h
 src/claim_mark.o: src/job_state.h src/errcodes.h src/claim_mark.h src/frontier.h
+src/lease_floor.o: src/job_state.h src/errcodes.h src/lease_floor.h
 src/frontier.o: src/job_state.h src/errcodes.h src/frontier.h
-src/take.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/take.h src/claim_mark.h src/frontier.h src/token.h
+src/take.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/take.h src/claim_mark.h src/frontier.h src/token.h src/lease_floor.h
 src/claim_limited.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/take.h src/claim_mark.h src/frontier.h
 src/lease.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/frontier.h
 src/complete.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/token.h src/frontier.h
@@ -111,7 +113,7 @@ src/namecheck.o: src/job_state.h src/errcodes.h
 src/drop_guard.o: src/job_state.h src/errcodes.h
 src/acl.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/acl.h src/frontier.h
 src/util.o: src/job_state.h src/errcodes.h
-src/tables.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/frontier.h
+src/tables.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/frontier.h src/lease_floor.h
 
 # ---- release archive for PGXN --------------------------------------------
 # make dist: job_state-<version>.zip of the files tracked in git at HEAD,

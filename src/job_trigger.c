@@ -137,6 +137,8 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 	JsNoteReadiness(cols, trigdata->tg_relation,
 					TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_trigtuple : NULL,
 					newtup);
+	/* and a lease this session's checks for run-out leases must not pass */
+	JsNoteLease(cols, trigdata->tg_relation, newtup);
 
 	/* a job that ended: its waiters and job_state_done hear of it at commit */
 	if ((to == JS_SUCCEEDED || to == JS_FAILED || to == JS_CANCELLED ||

@@ -28,11 +28,14 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/nbtree.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/transam.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am_d.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/nodeModifyTable.h"
@@ -40,6 +43,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/parse_relation.h"
 #include "rewrite/rewriteHandler.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -361,6 +365,67 @@ JsFindJob(Relation rel, Relation pkey, Datum queue, Datum id,
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	index_endscan(scan);
 	return found;
+}
+
+/*
+ * The row at tid of rel, which an index scan under snapshot found no
+ * visible version of: does no snapshot taken from now on see it either?
+ * True when its line pointer is dead, or when the version the line
+ * pointer leads to (through a redirect, to the first of a HOT chain) was
+ * inserted by another transaction that had ended before snapshot was
+ * taken (not running for it: committed or aborted), however young.  A
+ * committed one is committed for snapshot and for every later one; as
+ * snapshot does not see the chain, each of its versions was deleted by a
+ * transaction snapshot sees as committed, which every later snapshot sees
+ * so too.  (An older REPEATABLE READ snapshot may still see it.)  False
+ * whenever unsure: a version of this transaction or of one that may still
+ * run (a slot reused since is one), a table of another access method.
+ */
+bool
+JsRowGoneForGood(Relation rel, ItemPointer tid, Snapshot snapshot)
+{
+	Buffer		buf;
+	Page		page;
+	OffsetNumber off = ItemPointerGetOffsetNumber(tid);
+	bool		gone = false;
+	int			hops;
+
+	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || !IsMVCCSnapshot(snapshot))
+		return false;
+	buf = ReadBuffer(rel, ItemPointerGetBlockNumber(tid));
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	/* a redirect leads to a normal item: never more than one hop */
+	for (hops = 0; hops < 2; hops++)
+	{
+		ItemId		lp;
+
+		if (off < FirstOffsetNumber || off > PageGetMaxOffsetNumber(page))
+			break;
+		lp = PageGetItemId(page, off);
+		if (ItemIdIsRedirected(lp))
+		{
+			off = ItemIdGetRedirect(lp);
+			continue;
+		}
+		if (ItemIdIsDead(lp))
+			gone = true;
+		else if (ItemIdIsNormal(lp))
+		{
+			HeapTupleHeader htup = (HeapTupleHeader) PageGetItem(page, lp);
+			TransactionId xmin = HeapTupleHeaderGetRawXmin(htup);
+
+			/* ended before snapshot was taken: not running for it */
+			gone = HeapTupleHeaderXminFrozen(htup) ||
+				HeapTupleHeaderXminInvalid(htup) ||
+				!TransactionIdIsNormal(xmin) ||
+				(!TransactionIdIsCurrentTransactionId(xmin) &&
+				 !XidInMVCCSnapshot(xmin, snapshot));
+		}
+		break;
+	}
+	UnlockReleaseBuffer(buf);
+	return gone;
 }
 
 /*

@@ -96,6 +96,7 @@ extern JsRowLock JsLockRowFor(JsRowWriter *w, ItemPointer tid,
 							  TupleTableSlot *slot, LockWaitPolicy wait);
 extern bool JsLockRow(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 					  LockWaitPolicy wait);
+extern bool JsRowGoneForGood(Relation rel, ItemPointer tid, Snapshot snapshot);
 extern bool JsFindJob(Relation rel, Relation pkey, Datum queue, Datum id,
 					  TupleTableSlot *slot);
 

@@ -41,6 +41,7 @@
 
 #include "job_state.h"
 #include "tables.h"
+#include "lease_floor.h"
 #include "frontier.h"
 #include "rowwrite.h"
 
@@ -297,6 +298,26 @@ JsNoteReadiness(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 		JsFrontierNoteReady(RelationGetRelid(rel), queue, &newkey);
 		pfree(queue);
 	}
+}
+
+/*
+ * Note the lease newtup carries for this session's lease floors
+ * (lease_floor.c): one that could lie below a floor lowers it, so the
+ * session's next check for run-out leases reads it.
+ */
+void
+JsNoteLease(const JsJobColumns *cols, Relation rel, HeapTuple newtup)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	bool		isnull;
+	Datum		expiry = heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
+	char	   *queue;
+
+	if (isnull || !JsLeaseFloorMayHide(DatumGetTimestampTz(expiry)))
+		return;
+	queue = TextDatumGetCString(heap_getattr(newtup, cols->queue, tupdesc, &isnull));
+	JsLeaseFloorLower(RelationGetRelid(rel), queue, DatumGetTimestampTz(expiry));
+	pfree(queue);
 }
 
 /* same value, looking through TOAST when the raw datums differ */

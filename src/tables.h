@@ -84,6 +84,7 @@ extern bool JsTupleReadyKey(const JsJobColumns *cols, HeapTuple tuple,
 							TupleDesc tupdesc, JsClaimKey *key);
 extern void JsNoteReadiness(const JsJobColumns *cols, Relation rel,
 							HeapTuple oldtup, HeapTuple newtup);
+extern void JsNoteLease(const JsJobColumns *cols, Relation rel, HeapTuple newtup);
 extern bool JsSameValue(HeapTuple a, HeapTuple b, TupleDesc tupdesc, int attnum);
 
 /* attribute numbers of job_event, looked up once per relation */

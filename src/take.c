@@ -70,6 +70,7 @@
 #include "take.h"
 #include "frontier.h"
 #include "token.h"
+#include "lease_floor.h"
 
 /* one step of taking jobs: the writer and its slots */
 typedef struct JsTakeStep
@@ -509,23 +510,62 @@ JsTakeJob(JsTake *t, const JsTakeArgs *args, const JsCandidate *cand,
 }
 
 /*
- * Has a lease of the queue run out by now?  One probe of job_lease, under
- * the active snapshot.
+ * Has a lease of the queue run out by now?  The first visible entry of
+ * job_lease at or below now, under the active snapshot, walked from this
+ * session's lease floor for the queue (lease_floor.c): the entries of
+ * versions that no later snapshot sees, which a pinned xmin horizon leaves
+ * behind there, are read about once per session instead of by every claim.
+ * The walk notes the unbroken run of such entries from where it starts,
+ * and the floor rises to the last of them.
  */
 bool
 JsLeaseExpiryDue(JsTake *t, Datum queue, TimestampTz now)
 {
-	ScanKeyData keys[2];
+	ScanKeyData keys[3];
 	IndexScanDesc scan;
-	bool		found;
+	Snapshot	snapshot = GetActiveSnapshot();
+	Oid			job_relid = RelationGetRelid(t->job);
+	char	   *name = TextDatumGetCString(queue);
+	TimestampTz floor = JsLeaseFloorGet(job_relid, name, now);
+	TimestampTz gone_to = DT_NOBEGIN;
+	bool		run = true;
+	bool		found = false;
+	int			nkeys = 0;
+	ItemPointer tid;
 
-	JsScanKey(&keys[0], t->lease, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
-	JsScanKey(&keys[1], t->lease, 2, BTLessEqualStrategyNumber, F_TIMESTAMPTZ_LE,
-		  TimestampTzGetDatum(now));
-	scan = JsIndexBeginScan(t->job, t->lease, GetActiveSnapshot(), 2);
-	index_rescan(scan, keys, 2, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, t->scanslot);
+	JsScanKey(&keys[nkeys++], t->lease, 1, BTEqualStrategyNumber, F_TEXTEQ, queue);
+	if (floor != DT_NOBEGIN)
+		JsScanKey(&keys[nkeys++], t->lease, 2, BTGreaterEqualStrategyNumber,
+				  F_TIMESTAMPTZ_GE, TimestampTzGetDatum(floor));
+	JsScanKey(&keys[nkeys++], t->lease, 2, BTLessEqualStrategyNumber, F_TIMESTAMPTZ_LE,
+			  TimestampTzGetDatum(now));
+	scan = JsIndexBeginScan(t->job, t->lease, snapshot, nkeys);
+	scan->xs_want_itup = true;	/* the expiry of each entry, for the floor */
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	while ((tid = index_getnext_tid(scan, ForwardScanDirection)) != NULL)
+	{
+		ItemPointerData htid = *tid;
+
+		if (index_fetch_heap(scan, t->scanslot))
+		{
+			found = true;
+			break;
+		}
+		if (run && JsRowGoneForGood(t->job, &htid, snapshot))
+		{
+			bool		isnull;
+			Datum		expiry = index_getattr(scan->xs_itup, 2, scan->xs_itupdesc, &isnull);
+
+			if (!isnull)
+				gone_to = DatumGetTimestampTz(expiry);
+		}
+		else
+			run = false;
+		CHECK_FOR_INTERRUPTS();
+	}
 	index_endscan(scan);
+	JsLeaseFloorRaise(job_relid, name, floor == DT_NOBEGIN, gone_to, now);
+	pfree(name);
 	return found;
 }
 

@@ -1,0 +1,159 @@
+
+# Claim's check for run-out leases under a pinned xmin horizon, and what
+# the session's lease floor (lease_floor.c) must not hide.
+#
+# A session left idle in a transaction pins the horizon: vacuum removes no
+# entry of job_lease.  Four workers submit, claim and succeed 2,000 jobs of
+# a queue whose lease is 1 s; 2 s later every entry their running versions
+# left in job_lease lies below the clock, where every claim checks for a
+# lease that ran out.  One session then claims and succeeds 100 more jobs:
+# with its lease floor it reads those entries about once, not 2,000 times
+# per claim as a walk from the start of the queue's entries does
+# (pg_stat_user_indexes.idx_tup_read of job_lease counts the entries read).
+#
+# Then, with that session's floor standing: a job whose 1-s lease runs out
+# behind 500 more dead entries is found by its next claim (unknown,
+# lease_expired); a lease put in the past by a restore in the same session
+# is found by its next claim (the job trigger lowers the floor); and one put
+# in the past from another session is found by sweep(), which never uses a
+# floor.  No preload: no sweeper, no frontier, the floors are session memory.
+
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('lease_floor');
+$node->init;
+$node->append_conf('postgresql.conf', "autovacuum_naptime = 1\n");
+$node->start;
+$node->safe_psql(
+	'postgres', q{
+	CREATE EXTENSION job_state;
+	SELECT job_state.create_queue('l', lease => '1 s');});
+
+my $script = $node->basedir . '/cycle.sql';
+open my $fh, '>', $script or die "could not write $script: $!";
+print $fh <<'EOS';
+SELECT job_state.submit('l', '{"n": 1}') \gset
+SELECT count(*) AS got, coalesce(max(token::text), '') AS token FROM job_state.claim('l', 'w' || :client_id) \gset
+\if :got
+SELECT job_state.succeed(':token');
+\endif
+EOS
+close $fh;
+
+sub cycles
+{
+	my ($clients, $per_client, $label) = @_;
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run(
+		[
+			'pgbench', '-n', '-c', $clients, '-j', '2', '-t', $per_client,
+			'-f', $script, '-h', $node->host, '-p', $node->port, 'postgres'
+		],
+		'>', \$out, '2>', \$err);
+	ok($ok, "$label: pgbench ran to its end") or diag($err);
+	unlike($err, qr/ERROR/, "$label: no claim or succeed raised an error");
+}
+
+sub lease_reads
+{
+	return $node->safe_psql('postgres',
+		q{SELECT idx_tup_read FROM pg_catalog.pg_stat_user_indexes
+		   WHERE indexrelid = 'job_state.job_lease'::pg_catalog.regclass});
+}
+
+my $pin = $node->background_psql('postgres');
+$pin->query_safe('BEGIN');
+$pin->query_safe('SELECT pg_catalog.txid_current()');
+
+cycles(4, 500, 'pinned');
+sleep 2;    # every lease of those 2,000 jobs is now in the past
+
+# --- one session's claims read the dead entries about once ---------------------
+my $m = $node->background_psql('postgres');
+my $before = lease_reads();
+for my $i (1 .. 100)
+{
+	$m->query_safe(q{SELECT job_state.submit('l', '{"n": 2}')});
+	$m->query_safe(
+		q{SELECT job_state.succeed(token) FROM job_state.claim('l', 'm')});
+}
+# the session's statistics reach the shared ones when it is idle a while
+$node->poll_query_until(
+	'postgres', qq{
+	SELECT idx_tup_read > $before FROM pg_catalog.pg_stat_user_indexes
+	 WHERE indexrelid = 'job_state.job_lease'::pg_catalog.regclass});
+sleep 1.5;
+my $reads = lease_reads() - $before;
+my $dead = $node->safe_psql('postgres',
+	q{SELECT n_dead_tup FROM pg_catalog.pg_stat_user_tables
+	   WHERE relid = 'job_state.job'::pg_catalog.regclass});
+diag("100 claims of one session read $reads entries of job_lease; $dead dead tuples");
+cmp_ok($dead, '>=', 2000, 'the pin kept the dead versions');
+cmp_ok($reads, '>=', 1900, 'the first check read the dead entries (the test can tell)');
+cmp_ok($reads, '<=', 5000,
+	'the other 99 checks did not read them again (a walk from the start reads 2,000 each)');
+
+# --- a lease that runs out behind the floor is found ---------------------------
+my $other = $node->background_psql('postgres');
+$other->query_safe(q{SELECT job_state.submit('l', '{"stuck": true}')});
+my $stuck = $other->query_safe(q{SELECT job_id FROM job_state.claim('l', 'stuck-worker')});
+cycles(4, 125, 'behind the stuck job');
+sleep 2;
+$m->query_safe(q{SELECT pg_catalog.count(*) FROM job_state.claim('l', 'm')});
+is( $node->safe_psql(
+		'postgres', qq{SELECT status || '/' || reason FROM job_state.job WHERE id = $stuck}),
+	'unknown/lease_expired',
+	'a lease that ran out behind the dead entries is found by the next claim');
+
+# --- a lease written into the past in this session lowers its floor -------------
+$other->query_safe(q{SELECT job_state.create_queue('r', lease => '1 s')});
+$other->query_safe(q{SELECT job_state.submit('r', '{"restored": true}')});
+my $restored = $other->query_safe(
+	q{SELECT job_id FROM job_state.claim('r', 'w', lease => '1 hour')});
+# a floor for queue r in session m: 20 jobs run there, their leases pass
+for my $i (1 .. 20)
+{
+	$m->query_safe(q{SELECT job_state.submit('r', '{}')});
+	$m->query_safe(q{SELECT job_state.succeed(token) FROM job_state.claim('r', 'm')});
+}
+sleep 2;
+$m->query_safe(q{SELECT pg_catalog.count(*) FROM job_state.claim('r', 'm')});
+$m->query_safe(
+	qq{SET job_state.restore = on;
+	   UPDATE job_state.job SET lease_expires_at = pg_catalog.now() - interval '1 hour'
+	    WHERE queue = 'r' AND id = $restored;
+	   RESET job_state.restore;});
+$m->query_safe(q{SELECT pg_catalog.count(*) FROM job_state.claim('r', 'm')});
+is( $node->safe_psql(
+		'postgres', qq{SELECT status || '/' || reason FROM job_state.job WHERE id = $restored}),
+	'unknown/lease_expired',
+	'a lease put in the past by this session, below its floor, is found by its next claim');
+
+# --- one put in the past by another session: sweep() finds it ---------------------
+$other->query_safe(q{SELECT job_state.submit('r', '{"late": true}')});
+my $late = $other->query_safe(
+	q{SELECT job_id FROM job_state.claim('r', 'w', lease => '1 hour')});
+$other->query_safe(
+	qq{SET job_state.restore = on;
+	   UPDATE job_state.job SET lease_expires_at = pg_catalog.now() - interval '1 hour'
+	    WHERE queue = 'r' AND id = $late;
+	   RESET job_state.restore;});
+$m->query_safe(q{SELECT pg_catalog.count(*) FROM job_state.sweep()});
+is( $node->safe_psql(
+		'postgres', qq{SELECT status || '/' || reason FROM job_state.job WHERE id = $late}),
+	'unknown/lease_expired', 'sweep() uses no floor: it finds a lease another session put in the past');
+
+$pin->query_safe('COMMIT');
+$pin->quit;
+$m->quit;
+$other->quit;
+
+ok(!$node->log_contains(qr/PANIC|TRAP/), 'no PANIC or failed assertion');
+$node->stop;
+done_testing();
