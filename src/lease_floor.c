@@ -21,15 +21,17 @@
  * not change that) and which that snapshot does not see, so its deletion
  * was committed and visible to it, and so to every later snapshot
  * (JsRowGoneForGood, rowwrite.c).  The expiry of the last
- * entry of that run, at most JS_LEASE_FLOOR_SLACK_MS below the check's
- * clock, is the floor, and the session's next checks in the queue start
- * there, so each such entry is read about once per session.
+ * entry of that run (at most the check's clock) is the floor, and the
+ * session's next checks in the queue start there, so each such entry is
+ * read about once per session.
  *
  * What can hide behind a floor.  A new entry is the expiry of a lease
  * written now: claim, heartbeat and a callback's wait write the clock
- * plus a positive span, so a new entry lies above every floor unless the
- * write gave a lease in the past or one shorter than the slack (raw SQL,
- * a restore, claim(lease => '1 ms')).  The job triggers note every lease
+ * plus a positive span, and the entry is in the index as soon as the row
+ * is written, so a new entry lies above every floor unless the write gave
+ * a lease in the past (raw SQL, a restore) or one shorter than the time
+ * from its clock reading to its index entry (claim(lease => '1 us') on a
+ * busy machine).  The job triggers note every lease
  * written, and a session's own writes lower its floors below them
  * (JsLeaseFloorLower).  Another session's floors are not told: they start
  * from the beginning again at least every JS_LEASE_FLOOR_RESET_MS, and
@@ -123,15 +125,14 @@ JsLeaseFloorGet(Oid job_relid, const char *queue, TimestampTz now)
 /*
  * After a check of the queue's leases at clock now that started at the
  * beginning (from_start) or at the floor: no snapshot from now on sees an
- * entry below floor (DT_NOBEGIN: the check accounted for none).  The floor
- * is kept JS_LEASE_FLOOR_SLACK_MS below now.
+ * entry below floor (DT_NOBEGIN: the check accounted for none).  The
+ * check read no entry above now, so the floor stays at or below it.
  */
 void
 JsLeaseFloorRaise(Oid job_relid, const char *queue, bool from_start,
 				  TimestampTz floor, TimestampTz now)
 {
 	JsLeaseFloorEntry *entry;
-	TimestampTz cap = now - (TimestampTz) JS_LEASE_FLOOR_SLACK_MS * 1000;
 
 	if (floor == DT_NOBEGIN && !from_start)
 		return;
@@ -143,8 +144,8 @@ JsLeaseFloorRaise(Oid job_relid, const char *queue, bool from_start,
 		entry->started_at = now;
 		entry->floor = DT_NOBEGIN;
 	}
-	if (floor > cap)
-		floor = cap;
+	if (floor > now)
+		floor = now;
 	if (floor > entry->floor)
 		entry->floor = floor;
 	if (entry->floor > lease_floors_max)

@@ -13,8 +13,6 @@
 
 /* how long a floor stands before the check walks from the start again */
 #define JS_LEASE_FLOOR_RESET_MS 60000
-/* a floor stays this far below the clock of the walk that raised it */
-#define JS_LEASE_FLOOR_SLACK_MS 1000
 
 extern TimestampTz JsLeaseFloorGet(Oid job_relid, const char *queue, TimestampTz now);
 extern void JsLeaseFloorRaise(Oid job_relid, const char *queue, bool from_start,
