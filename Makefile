@@ -98,7 +98,7 @@ src/queue.o: src/job_state.h src/errcodes.h src/acl.h
 src/queue_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/frontier.h
 src/resource.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/frontier.h
 src/bucket.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/slots.h src/frontier.h
-src/sweeper.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/cron.h src/bgworker.h src/frontier.h
+src/sweeper.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/cron.h src/bgworker.h src/frontier.h src/take.h src/claim_mark.h src/lease_floor.h
 src/notify.o: src/job_state.h src/errcodes.h src/bgworker.h src/waiter.h
 src/bgworker.o: src/job_state.h src/errcodes.h src/bgworker.h
 src/waiter.o: src/job_state.h src/errcodes.h src/waiter.h

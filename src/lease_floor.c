@@ -34,9 +34,10 @@
  * busy machine).  The job triggers note every lease
  * written, and a session's own writes lower its floors below them
  * (JsLeaseFloorLower).  Another session's floors are not told: they start
- * from the beginning again at least every JS_LEASE_FLOOR_RESET_MS, and
- * sweep() and the sweeper never use a floor.  So such a lease runs out
- * at most that much later in a claim of another session than in sweep().
+ * from the beginning again at least every JS_LEASE_FLOOR_RESET_MS.  The
+ * sweeper worker checks each queue from floors of its own (sweeper.c); a
+ * user's sweep() uses none.  So such a lease runs out at most that much
+ * later in another session's claims and in the sweeper than in sweep().
  *
  * The floors live in backend-local memory, one per queue name, for one job
  * table (its OID: a new table after DROP EXTENSION starts without them).

@@ -34,18 +34,24 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "catalog/pg_type_d.h"
 #include "common/int.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
 #include "storage/latch.h"
 #include "utils/guc.h"
+#include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "job_state.h"
 #include "rules.h"
 #include "cron.h"
 #include "bgworker.h"
+#include "take.h"
 
 PG_FUNCTION_INFO_V1(js_sweep);
 
@@ -58,6 +64,18 @@ PGDLLEXPORT void js_sweeper_main(Datum main_arg);
 static JsPlan sweep_plan = {
 	"SELECT job_state.sweep()",
 	0, {0}
+};
+
+/* queues beyond which a round applies lease expiry in one pass */
+#define JS_SWEEPER_FLOOR_QUEUES 1000
+
+/* this backend is the sweeper worker */
+static bool js_in_sweeper = false;
+
+/* $1: JS_SWEEPER_FLOOR_QUEUES + 1 */
+static JsPlan sweeper_queues_plan = {
+	"SELECT name FROM job_state.queue ORDER BY name LIMIT $1",
+	1, {INT8OID}
 };
 
 /*
@@ -87,6 +105,7 @@ js_sweeper_main(Datum main_arg)
 	MemoryContext round_context;
 
 	JsWorkerConnect(JS_SWEEPER_NAME);
+	js_in_sweeper = true;
 
 	ereport(LOG,
 			(errmsg("job_state sweeper started in database \"%s\"", js_database),
@@ -134,6 +153,57 @@ js_sweeper_main(Datum main_arg)
 	}
 }
 
+/*
+ * The sweeper's lease expiry: per queue the check a claim makes
+ * (JsLeaseExpiryDue), walked from the sweeper's own lease floors
+ * (lease_floor.c), and the expiry pass only in the queues where a lease
+ * ran out.  A pass over every queue reads, each round, every entry of
+ * job_lease below the clock that a pinned xmin horizon keeps; this reads
+ * each about once.  A lease written below a floor by another session is
+ * found at the floor's next reset, within JS_LEASE_FLOOR_RESET_MS (sweep()
+ * called by a user uses no floor).  With more than JS_SWEEPER_FLOOR_QUEUES
+ * queues, the pass over every queue.
+ */
+static int
+JsSweeperExpireLeases(void)
+{
+	JsTake		t;
+	uint64		nqueues;
+	char	  **names;
+	bool	   *due;
+	uint64		i;
+	int			total = 0;
+
+	Datum		limit = Int64GetDatum(JS_SWEEPER_FLOOR_QUEUES + 1);
+
+	JsExecute(&sweeper_queues_plan, &limit, NULL, true, 0);
+	nqueues = SPI_processed;
+	if (nqueues > JS_SWEEPER_FLOOR_QUEUES)
+		return JsExpireLeases(NULL);
+	names = palloc(sizeof(char *) * (nqueues + 1));
+	due = palloc0(sizeof(bool) * (nqueues + 1));
+	for (i = 0; i < nqueues; i++)
+		names[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+
+	JsTakeOpen(&t);
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	for (i = 0; i < nqueues; i++)
+	{
+		due[i] = JsLeaseExpiryDue(&t, CStringGetTextDatum(names[i]), GetCurrentTimestamp());
+		CHECK_FOR_INTERRUPTS();
+	}
+	PopActiveSnapshot();
+	JsTakeClose(&t);
+
+	for (i = 0; i < nqueues; i++)
+	{
+		if (due[i] && pg_add_s32_overflow(total, JsExpireLeases(names[i]), &total))
+			total = PG_INT32_MAX;
+	}
+	return total;
+}
+
 Datum
 js_sweep(PG_FUNCTION_ARGS)
 {
@@ -142,7 +212,7 @@ js_sweep(PG_FUNCTION_ARGS)
 	int			n;
 
 	SPI_connect();
-	moved = JsExpireLeases(NULL);
+	moved = js_in_sweeper ? JsSweeperExpireLeases() : JsExpireLeases(NULL);
 	(void) JsRunSchedules();	/* ticks submitted are not counted in n */
 	deleted = JsApplyRetention();
 	SPI_finish();

@@ -16,7 +16,8 @@
 # lease_expired); a lease put in the past by a restore in the same session
 # is found by its next claim (the job trigger lowers the floor); and one put
 # in the past from another session is found by sweep(), which never uses a
-# floor.  No preload: no sweeper, no frontier, the floors are session memory.
+# floor.  No preload at first: no sweeper, no frontier, the floors are
+# session memory.  Then preloaded, the sweeper's rounds under a pin.
 
 use strict;
 use warnings;
@@ -152,6 +153,43 @@ is( $node->safe_psql(
 $pin->query_safe('COMMIT');
 $pin->quit;
 $m->quit;
+$other->quit;
+
+# --- the sweeper walks from its own floors ------------------------------------------
+# Preloaded, the sweeper runs every 100 ms.  Under a new pin 2,000 jobs with
+# a 1-s lease run, and a stuck one behind them; its lease runs out, and the
+# sweeper finds it.  Over the next 5 s (about 50 rounds) it reads the dead
+# entries about once, not 2,000 times a round as a pass over every queue.
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'job_state'
+job_state.database = 'postgres'
+job_state.sweep_interval = 100
+});
+$node->restart;
+$pin = $node->background_psql('postgres');
+$pin->query_safe('BEGIN');
+$pin->query_safe('SELECT pg_catalog.txid_current()');
+cycles(4, 500, 'pinned, preloaded');
+$other = $node->background_psql('postgres');
+$other->query_safe(q{SELECT job_state.submit('l', '{"stuck": 2}')});
+my $stuck2 = $other->query_safe(q{SELECT job_id FROM job_state.claim('l', 'stuck-worker')});
+ok( $node->poll_query_until(
+		'postgres',
+		qq{SELECT status = 'unknown' FROM job_state.job WHERE id = $stuck2}),
+	'the sweeper finds a lease that ran out behind the dead entries');
+$before = lease_reads();
+sleep 5;
+$node->poll_query_until(
+	'postgres', qq{
+	SELECT idx_tup_read > $before FROM pg_catalog.pg_stat_user_indexes
+	 WHERE indexrelid = 'job_state.job_lease'::pg_catalog.regclass});
+$reads = lease_reads() - $before;
+diag("the sweeper's rounds over 5 s read $reads entries of job_lease");
+cmp_ok($reads, '<=', 10000,
+	"the sweeper's rounds did not read the dead entries again (a full pass reads 2,000 each)");
+$pin->query_safe('COMMIT');
+$pin->quit;
 $other->quit;
 
 ok(!$node->log_contains(qr/PANIC|TRAP/), 'no PANIC or failed assertion');
