@@ -53,16 +53,16 @@ CHECKPOINT;
 SELECT pg_current_wal_insert_lsn() AS js_start \gset
 CALL pg_temp.js_jobs(:jobs);
 SELECT pg_current_wal_insert_lsn() AS js_end \gset
+-- read before the next checkpoint, which may recycle these segments
+CREATE TEMP TABLE wal_rec AS
+SELECT 'job_state' AS system, r.* FROM pg_get_wal_records_info(:'js_start', :'js_end') r;
 CHECKPOINT;
 SELECT pg_current_wal_insert_lsn() AS floor_start \gset
 CALL pg_temp.floor_jobs(:jobs);
 SELECT pg_current_wal_insert_lsn() AS floor_end \gset
-\o
-
-CREATE TEMP TABLE wal_rec AS
-SELECT 'job_state' AS system, r.* FROM pg_get_wal_records_info(:'js_start', :'js_end') r
-UNION ALL
+INSERT INTO wal_rec
 SELECT 'floor', r.* FROM pg_get_wal_records_info(:'floor_start', :'floor_end') r;
+\o
 
 -- system, relation (or resource manager), record kind, records per job,
 -- bytes per job without and with full-page images
