@@ -19,7 +19,7 @@
 # floor.  Entries that lead to a pruned HOT chain (a redirect) are passed
 # like the others.  No preload at first: no sweeper, no frontier, the
 # floors are session memory.  Then preloaded, the sweeper's rounds under a
-# pin.
+# pin, and its single pass once there are more than 1,000 queues.
 
 use strict;
 use warnings;
@@ -258,6 +258,23 @@ cmp_ok($reads, '<=', 10000,
 	"the sweeper's rounds did not read the dead entries again (a full pass reads 2,000 each)");
 $pin->query_safe('COMMIT');
 $pin->quit;
+$other->quit;
+
+# --- beyond 1,000 queues the sweeper applies expiry in one pass -------------------
+# (no floors: one check per queue a round would cost more than the pass)
+$node->safe_psql('postgres',
+	q{SELECT count(*) FROM pg_catalog.generate_series(1, 1000) g,
+		LATERAL job_state.create_queue('many' || g, lease => '1 s')});
+is($node->safe_psql('postgres', q{SELECT count(*) > 1000 FROM job_state.queue}),
+	't', 'more than 1,000 queues');
+$other = $node->background_psql('postgres');
+$other->query_safe(q{SELECT job_state.submit('many1000', '{"stuck": 3}')});
+my $stuck3 = $other->query_safe(
+	q{SELECT job_id FROM job_state.claim('many1000', 'stuck-worker')});
+ok( $node->poll_query_until(
+		'postgres',
+		qq{SELECT status = 'unknown' FROM job_state.job WHERE id = $stuck3}),
+	'with more than 1,000 queues the sweeper still finds a lease that ran out');
 $other->quit;
 
 ok(!$node->log_contains(qr/PANIC|TRAP/), 'no PANIC or failed assertion');
