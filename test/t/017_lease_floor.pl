@@ -70,6 +70,19 @@ sub lease_reads
 		   WHERE indexrelid = 'job_state.job_lease'::pg_catalog.regclass});
 }
 
+# entries of job_lease read since $before, once the sessions that read
+# them were idle a while (their statistics reach the shared ones then)
+sub lease_reads_since
+{
+	my ($before) = @_;
+	$node->poll_query_until(
+		'postgres', qq{
+		SELECT idx_tup_read > $before FROM pg_catalog.pg_stat_user_indexes
+		 WHERE indexrelid = 'job_state.job_lease'::pg_catalog.regclass});
+	sleep 1.5;
+	return lease_reads() - $before;
+}
+
 my $pin = $node->background_psql('postgres');
 $pin->query_safe('BEGIN');
 $pin->query_safe('SELECT pg_catalog.txid_current()');
@@ -86,13 +99,7 @@ for my $i (1 .. 100)
 	$m->query_safe(
 		q{SELECT job_state.succeed(token) FROM job_state.claim('l', 'm')});
 }
-# the session's statistics reach the shared ones when it is idle a while
-$node->poll_query_until(
-	'postgres', qq{
-	SELECT idx_tup_read > $before FROM pg_catalog.pg_stat_user_indexes
-	 WHERE indexrelid = 'job_state.job_lease'::pg_catalog.regclass});
-sleep 1.5;
-my $reads = lease_reads() - $before;
+my $reads = lease_reads_since($before);
 my $dead = $node->safe_psql('postgres',
 	q{SELECT n_dead_tup FROM pg_catalog.pg_stat_user_tables
 	   WHERE relid = 'job_state.job'::pg_catalog.regclass});
@@ -213,12 +220,7 @@ for my $i (1 .. 50)
 	$m->query_safe(
 		q{SELECT job_state.succeed(token) FROM job_state.claim('h', 'm')});
 }
-$node->poll_query_until(
-	'postgres', qq{
-	SELECT idx_tup_read > $before FROM pg_catalog.pg_stat_user_indexes
-	 WHERE indexrelid = 'job_state.job_lease'::pg_catalog.regclass});
-sleep 1.5;
-$reads = lease_reads() - $before;
+$reads = lease_reads_since($before);
 diag("50 claims past 300 entries that lead through redirects read $reads entries of job_lease");
 cmp_ok($reads, '>=', 290, 'the first check read the entries behind the redirects');
 cmp_ok($reads, '<=', 3000,
