@@ -43,8 +43,10 @@ BEGIN
 	END LOOP;
 END $$;
 
+SELECT coalesce(to_regclass('job_state.job_event_log'),
+				to_regclass('job_state.job_event')) AS hist \gset
 VACUUM FULL job_state.job;
-VACUUM FULL job_state.job_event;
+VACUUM FULL :hist;
 VACUUM FULL bench_floor;
 -- system, relation, bytes, bytes per job (relations of 0 or 1 page left out
 -- of the list, counted in the total)
@@ -64,7 +66,8 @@ SELECT CASE WHEN c.relname LIKE 'bench_floor%' THEN 'floor' ELSE 'job_state' END
  GROUP BY 1
  ORDER BY 1 DESC, 2;
 SELECT round(avg(pg_column_size(j.*)), 1) AS job_row_bytes,
-	   (SELECT round(avg(pg_column_size(e.*)), 1) FROM job_state.job_event e) AS event_row_bytes,
+	   (SELECT round(avg(pg_column_size(e.*)), 1) FROM :hist e) AS event_row_bytes,
 	   (SELECT round(count(*)::numeric / :jobs, 2) FROM job_state.job_event) AS events_per_job,
+	   (SELECT round(count(*)::numeric / :jobs, 2) FROM :hist) AS stored_events_per_job,
 	   (SELECT round(avg(pg_column_size(f.*)), 1) FROM bench_floor f) AS floor_row_bytes
   FROM job_state.job j;

@@ -610,3 +610,48 @@ COMMENT ON COLUMN job_state.job.input_hash IS
 	'SHA-256 of the input of a job with an idempotency key, computed by the job_state_fsm trigger (a key given again with other input is refused); NULL for a job without a key';
 COMMENT ON TABLE job_state.job_event IS
 	'append-only history of job state changes after the submit (the job row records the submit: accepted_at, submitted_by)';
+
+/*
+ * The job row holds its latest claim and the change that ended it
+ * (event.c): the happy path writes no history row.  The stored history
+ * becomes job_event_log (its rows, grants, triggers and index go with the
+ * rename) and job_event the view of all of it.  Jobs stored before hold
+ * nothing.  A grant of SELECT on the old table now reads job_event_log;
+ * the view needs its own (README, Upgrading).
+ */
+ALTER TABLE job_state.job
+	ADD COLUMN held_claim_seq pg_catalog.int8,
+	ADD COLUMN held_end_seq pg_catalog.int8;
+COMMENT ON COLUMN job_state.job.held_claim_seq IS
+	'set by the job_state_fsm trigger only: the seq of the job''s latest claim (accepted -> running at started_at, by worker, in this generation) while the row holds that event in place of a job_event_log row';
+COMMENT ON COLUMN job_state.job.held_end_seq IS
+	'set by the job_state_fsm trigger only: the seq of the change that ended the held claim (running -> status at finished_at, with reason) while the row holds it';
+ALTER TABLE job_state.job_event RENAME TO job_event_log;
+COMMENT ON TABLE job_state.job_event_log IS
+	'append-only stored history of job state changes after the submit; a job''s latest claim and the change that ended it are held by its job row until a later change (read both through job_state.job_event)';
+COMMENT ON FUNCTION job_state.append_only_trigger() IS
+	'keeps job_state.job_event_log append-only: rows leave only with their job, through purge';
+CREATE VIEW job_state.job_event WITH (security_barrier) AS
+	SELECT l.queue, l.job_id, l.seq, l.from_status, l.to_status,
+		l.generation, l.at, l.detail
+	  FROM job_state.job_event_log l
+	UNION ALL
+	SELECT j.queue, j.id, j.held_claim_seq, 'accepted'::job_state.status,
+		'running'::job_state.status, j.generation, j.started_at,
+		CASE WHEN j.worker IS NOT NULL
+			THEN pg_catalog.jsonb_build_object('worker', j.worker) END
+	  FROM job_state.job j
+	 WHERE j.held_claim_seq IS NOT NULL
+	UNION ALL
+	SELECT j.queue, j.id, j.held_end_seq, 'running'::job_state.status,
+		j.status, j.generation, j.finished_at,
+		CASE WHEN j.reason IS NOT NULL
+			THEN pg_catalog.jsonb_build_object('reason', j.reason) END
+	  FROM job_state.job j
+	 WHERE j.held_end_seq IS NOT NULL;
+COMMENT ON VIEW job_state.job_event IS
+	'history of job state changes after the submit (the job row records the submit: accepted_at, submitted_by): the rows of job_event_log and the latest claim and its end that job rows hold';
+CREATE TRIGGER job_state_append_only
+	INSTEAD OF INSERT OR UPDATE OR DELETE ON job_state.job_event
+	FOR EACH ROW EXECUTE FUNCTION job_state.append_only_trigger();
+REVOKE ALL ON job_state.job_event FROM PUBLIC;

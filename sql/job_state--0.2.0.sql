@@ -264,6 +264,8 @@ CREATE TABLE job_state.job (
 	progress pg_catalog.jsonb,
 	progress_generation pg_catalog.int4,
 	progress_at pg_catalog.timestamptz,
+	held_claim_seq pg_catalog.int8,
+	held_end_seq pg_catalog.int8,
 	PRIMARY KEY (queue, id)
 ) WITH (fillfactor = 80,
 		autovacuum_vacuum_scale_factor = 0.01,
@@ -286,6 +288,10 @@ COMMENT ON COLUMN job_state.job.progress_generation IS
 	'the generation of the claim whose heartbeat reported progress';
 COMMENT ON COLUMN job_state.job.progress_at IS
 	'when progress was reported';
+COMMENT ON COLUMN job_state.job.held_claim_seq IS
+	'set by the job_state_fsm trigger only: the seq of the job''s latest claim (accepted -> running at started_at, by worker, in this generation) while the row holds that event in place of a job_event_log row';
+COMMENT ON COLUMN job_state.job.held_end_seq IS
+	'set by the job_state_fsm trigger only: the seq of the change that ended the held claim (running -> status at finished_at, with reason) while the row holds it';
 
 CREATE UNIQUE INDEX job_idempotency_key ON job_state.job (queue, idempotency_key)
 	WHERE idempotency_key IS NOT NULL;
@@ -302,7 +308,7 @@ CREATE INDEX job_finished ON job_state.job (queue, finished_at)
  */
 CREATE SEQUENCE job_state.job_event_seq AS pg_catalog.int8;
 
-CREATE TABLE job_state.job_event (
+CREATE TABLE job_state.job_event_log (
 	queue pg_catalog.text NOT NULL,
 	job_id pg_catalog.int8 NOT NULL,
 	seq pg_catalog.int8 NOT NULL DEFAULT pg_catalog.nextval('job_state.job_event_seq'),
@@ -313,9 +319,10 @@ CREATE TABLE job_state.job_event (
 	detail pg_catalog.jsonb
 ) WITH (autovacuum_vacuum_insert_scale_factor = 0.05,
 		vacuum_truncate = false);
-COMMENT ON TABLE job_state.job_event IS
-	'append-only history of job state changes after the submit (the job row records the submit: accepted_at, submitted_by)';
-CREATE INDEX job_event_job ON job_state.job_event (queue, job_id);
+COMMENT ON TABLE job_state.job_event_log IS
+	'append-only stored history of job state changes after the submit; a job''s latest claim and the change that ended it are held by its job row until a later change (read both through job_state.job_event)';
+CREATE INDEX job_event_job ON job_state.job_event_log (queue, job_id);
+
 
 /*
  * Spend as it happened: one row per charge, with the generation of the
@@ -490,7 +497,7 @@ CREATE FUNCTION job_state.append_only_trigger()
 	AS 'MODULE_PATHNAME', 'js_append_only_trigger'
 	LANGUAGE C;
 COMMENT ON FUNCTION job_state.append_only_trigger() IS
-	'keeps job_state.job_event append-only: rows leave only with their job, through purge';
+	'keeps job_state.job_event_log append-only: rows leave only with their job, through purge';
 
 CREATE FUNCTION job_state.queue_trigger()
 	RETURNS trigger
@@ -548,15 +555,15 @@ CREATE TRIGGER job_state_truncate
 	FOR EACH STATEMENT EXECUTE FUNCTION job_state.job_truncate_trigger();
 ALTER TABLE job_state.job ENABLE ALWAYS TRIGGER job_state_truncate;
 
-/* job_state.job_event */
+/* job_state.job_event_log */
 CREATE TRIGGER job_state_append_only
-	BEFORE UPDATE OR DELETE ON job_state.job_event
+	BEFORE UPDATE OR DELETE ON job_state.job_event_log
 	FOR EACH ROW EXECUTE FUNCTION job_state.append_only_trigger();
-ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only;
+ALTER TABLE job_state.job_event_log ENABLE ALWAYS TRIGGER job_state_append_only;
 CREATE TRIGGER job_state_append_only_truncate
-	BEFORE TRUNCATE ON job_state.job_event
+	BEFORE TRUNCATE ON job_state.job_event_log
 	FOR EACH STATEMENT EXECUTE FUNCTION job_state.append_only_trigger();
-ALTER TABLE job_state.job_event ENABLE ALWAYS TRIGGER job_state_append_only_truncate;
+ALTER TABLE job_state.job_event_log ENABLE ALWAYS TRIGGER job_state_append_only_truncate;
 
 /* job_state.job_ref */
 CREATE TRIGGER job_state_ref_append_only
@@ -1151,9 +1158,43 @@ COMMENT ON FUNCTION job_state.stale_refusals(pg_catalog.int4) IS
 
 /*
  * ==== Views ===============================================================
- * Each is a security barrier and shows only the rows the current user may
- * see: my_jobs by submitter, the others by has_queue_privilege.
+ * Each is a security barrier.  job_event shows every job's history to whom
+ * SELECT on it is granted; the others only the rows the current user may
+ * see: my_jobs by submitter, the rest by has_queue_privilege.
  */
+
+/*
+ * The whole history: the stored rows and the events the job rows hold
+ * (event.c decides what a row holds and writes it out before it would be
+ * lost).  Read with the owner's rights, as the table it replaced was: a
+ * grant of SELECT on it is what reads history; a security barrier, so that
+ * a caller's function sees no column of a job beyond the events.
+ */
+CREATE VIEW job_state.job_event WITH (security_barrier) AS
+	SELECT l.queue, l.job_id, l.seq, l.from_status, l.to_status,
+		l.generation, l.at, l.detail
+	  FROM job_state.job_event_log l
+	UNION ALL
+	SELECT j.queue, j.id, j.held_claim_seq, 'accepted'::job_state.status,
+		'running'::job_state.status, j.generation, j.started_at,
+		CASE WHEN j.worker IS NOT NULL
+			THEN pg_catalog.jsonb_build_object('worker', j.worker) END
+	  FROM job_state.job j
+	 WHERE j.held_claim_seq IS NOT NULL
+	UNION ALL
+	SELECT j.queue, j.id, j.held_end_seq, 'running'::job_state.status,
+		j.status, j.generation, j.finished_at,
+		CASE WHEN j.reason IS NOT NULL
+			THEN pg_catalog.jsonb_build_object('reason', j.reason) END
+	  FROM job_state.job j
+	 WHERE j.held_end_seq IS NOT NULL;
+COMMENT ON VIEW job_state.job_event IS
+	'history of job state changes after the submit (the job row records the submit: accepted_at, submitted_by): the rows of job_event_log and the latest claim and its end that job rows hold';
+/* its trigger: no writes */
+CREATE TRIGGER job_state_append_only
+	INSTEAD OF INSERT OR UPDATE OR DELETE ON job_state.job_event
+	FOR EACH ROW EXECUTE FUNCTION job_state.append_only_trigger();
+
 CREATE VIEW job_state.dead_letters WITH (security_barrier) AS
 	SELECT id AS job_id, queue, status, reason, last_error, finished_at
 	  FROM job_state.job
@@ -1284,7 +1325,7 @@ SELECT pg_catalog.pg_extension_config_dump('job_state.resource', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.slot', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.bucket', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.job', '');
-SELECT pg_catalog.pg_extension_config_dump('job_state.job_event', '');
+SELECT pg_catalog.pg_extension_config_dump('job_state.job_event_log', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.spend', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.operation', '');
 SELECT pg_catalog.pg_extension_config_dump('job_state.queue_id_seq', '');

@@ -1,27 +1,44 @@
 /*-------------------------------------------------------------------------
  *
  * event.c
- *	  Writing job history: one job_event row per change of a job's status
- *	  or generation after its submit, for the job_state_event trigger
- *	  (job_trigger.c).  The submit itself is recorded by the job row
+ *	  Job history: one event per change of a job's status or generation
+ *	  after its submit, for the job_state_fsm and job_state_event triggers
+ *	  (fsm.c, job_trigger.c).  The submit itself is recorded by the job row
  *	  (accepted_at, submitted_by: fixed, fsm.c).
  *
- * Every write of a job, by our functions or by raw SQL, fires that trigger,
- * so history is written in one place.  The row goes in through the
- * executor's single-row insert (rowwrite.c): job_event's constraints, its
- * indexes and any trigger an operator adds to it all apply, but there is
- * no statement to plan or start.
+ * Every write of a job, by our functions or by raw SQL, fires those
+ * triggers, so history is decided in one place.  An event is stored in one
+ * of two ways:
+ *	- the job row holds the job's latest claim (accepted -> running) and
+ *	  the change that ended it (running -> succeeded, failed, unknown or
+ *	  cancelled), as the seqs held_claim_seq and held_end_seq: everything
+ *	  else such an event says is in the row already (started_at, worker and
+ *	  generation; status, finished_at and reason), and the job_state_fsm
+ *	  trigger, which holds it, is what stamps those columns.  A job that
+ *	  ran once writes no history row;
+ *	- every other event, and a held one before a change of the row would
+ *	  alter what it says, is a row of job_event_log.
+ * The view job_event reads both, so a job's history reads the same either
+ * way.  JsHoldEvents decides, before the row is written, what the new row
+ * holds; JsWriteOutHeld, after it, stores as rows the held events the new
+ * row no longer holds, and says whether it holds the change itself.
+ *
+ * A row goes in through the executor's single-row insert (rowwrite.c):
+ * job_event_log's constraints, its indexes and any trigger an operator adds
+ * to it all apply, but there is no statement to plan or start.
  *
  * History is the system's record, written whoever changed the job: a role
- * allowed to write job by raw SQL needs no privilege on job_event or its
- * sequence (and so cannot forge history rows), and row level security on
- * job_event governs who reads it, not this write.
+ * allowed to write job by raw SQL needs no privilege on job_event_log or
+ * its sequence (and so cannot forge history rows), cannot set the held
+ * seqs (fsm.c refuses), and row level security on job_event_log governs
+ * who reads it, not this write.
  *
- * The seq and at columns get what their defaults give (nextval of
- * job_event_seq, clock_timestamp()); job_event_seq and job_event are found
- * in the job table's schema.
+ * seq is the next of job_event_seq when the event happens (a held event
+ * keeps it when it is written out), at the database clock then;
+ * job_event_log (job_event in a 0.1.0 schema, where no row holds
+ * anything) and job_event_seq are found in the job table's schema.
  *
- * Locks: RowExclusiveLock on job_event (and the sequence's lock).
+ * Locks: RowExclusiveLock on job_event_log (and the sequence's lock).
  *
  *-------------------------------------------------------------------------
  */
@@ -33,6 +50,7 @@
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -76,26 +94,46 @@ JsEventDetail(const JsEvent *ev, bool *isnull)
 	return JsonbPGetDatum(JsonbValueToJsonb(obj));
 }
 
+/* job_event_log, or in a 0.1.0 schema the table job_event */
+static Oid
+JsEventLogRelid(Relation jobrel)
+{
+	Oid			nsp = RelationGetNamespace(jobrel);
+	Oid			relid = get_relname_relid("job_event_log", nsp);
+
+	if (!OidIsValid(relid))
+		relid = get_relname_relid("job_event", nsp);
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+		elog(ERROR, "job_state: table job_event_log is missing");
+	return relid;
+}
+
+static int64
+JsNextEventSeq(Relation jobrel)
+{
+	Oid			seqid = get_relname_relid("job_event_seq", RelationGetNamespace(jobrel));
+
+	if (!OidIsValid(seqid))
+		elog(ERROR, "job_state: sequence job_event_seq is missing");
+	return nextval_internal(seqid, false);
+}
+
 /*
  * Write one history row.  jobrel is the job table (its schema holds
- * job_event and job_event_seq); status_oids are the OIDs of the status
+ * job_event_log and job_event_seq); status_oids are the OIDs of the status
  * labels, in JsStatus order.
  */
 void
 JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev)
 {
-	Oid			nsp = RelationGetNamespace(jobrel);
-	Oid			relid = get_relname_relid("job_event", nsp);
-	Oid			seqid = get_relname_relid("job_event_seq", nsp);
+	Oid			relid = JsEventLogRelid(jobrel);
 	Relation	rel;
 	const JsEventColumns *cols;
 	Datum		detail;
 	bool		detail_null;
 	JsRowWriter w;
 	TupleTableSlot *slot;
-
-	if (!OidIsValid(relid) || !OidIsValid(seqid))
-		elog(ERROR, "job_state: table job_event or sequence job_event_seq is missing");
+	int64		seq = ev->seq != 0 ? ev->seq : JsNextEventSeq(jobrel);
 
 	detail = JsEventDetail(ev, &detail_null);
 	rel = table_open(relid, RowExclusiveLock);
@@ -109,7 +147,7 @@ JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev)
 	slot->tts_isnull[cols->queue - 1] = false;
 	slot->tts_values[cols->job_id - 1] = ev->job_id;
 	slot->tts_isnull[cols->job_id - 1] = false;
-	slot->tts_values[cols->seq - 1] = Int64GetDatum(nextval_internal(seqid, false));
+	slot->tts_values[cols->seq - 1] = Int64GetDatum(seq);
 	slot->tts_isnull[cols->seq - 1] = false;
 	slot->tts_values[cols->from_status - 1] = ObjectIdGetDatum(status_oids[ev->from]);
 	slot->tts_isnull[cols->from_status - 1] = false;
@@ -117,7 +155,8 @@ JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev)
 	slot->tts_isnull[cols->to_status - 1] = false;
 	slot->tts_values[cols->generation - 1] = Int32GetDatum(ev->generation);
 	slot->tts_isnull[cols->generation - 1] = false;
-	slot->tts_values[cols->at - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	slot->tts_values[cols->at - 1] =
+		TimestampTzGetDatum(ev->has_at ? ev->at : GetCurrentTimestamp());
 	slot->tts_isnull[cols->at - 1] = false;
 	slot->tts_values[cols->detail - 1] = detail;
 	slot->tts_isnull[cols->detail - 1] = detail_null;
@@ -126,4 +165,167 @@ JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev)
 	ExecSimpleRelationInsert(w.rri, w.estate, slot);
 	JsRowWriterEnd(&w);
 	table_close(rel, NoLock);
+}
+
+static bool
+JsTupleHas(HeapTuple tuple, TupleDesc tupdesc, int attnum, int64 *seq)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attnum, tupdesc, &isnull);
+
+	*seq = isnull ? 0 : DatumGetInt64(d);
+	return !isnull;
+}
+
+/*
+ * Whether what a held claim says (started_at, worker, generation) is the
+ * same in both rows, and with it what a held end says (status,
+ * finished_at, reason).
+ */
+static bool
+JsClaimSaysSame(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple a, HeapTuple b)
+{
+	return JsSameValue(a, b, tupdesc, cols->generation) &&
+		JsSameValue(a, b, tupdesc, cols->started_at) &&
+		JsSameValue(a, b, tupdesc, cols->worker);
+}
+
+static bool
+JsEndSaysSame(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple a, HeapTuple b)
+{
+	return JsClaimSaysSame(cols, tupdesc, a, b) &&
+		JsSameValue(a, b, tupdesc, cols->status) &&
+		JsSameValue(a, b, tupdesc, cols->finished_at) &&
+		JsSameValue(a, b, tupdesc, cols->reason);
+}
+
+/*
+ * job_state_fsm (BEFORE UPDATE, after its checks): what the new row holds.
+ * newtup is the row as the update wrote it, before the trigger stamps it;
+ * from and to are the statuses.  Returns false when the held seqs stay as
+ * they are, else sets *held:
+ *	- a claim out of accepted, with no reason, is held: it stamps
+ *	  started_at, generation and (its caller) worker, which say the rest;
+ *	- the change that ends a held claim (out of running into a status
+ *	  that stamps finished_at, same generation and worker) is held beside
+ *	  it;
+ *	- anything else holds nothing: a change of status or generation is a
+ *	  row of its own, and an update that would alter what a held event
+ *	  says (the columns above, by raw SQL) has it written out first
+ *	  (JsWriteOutHeld, which the AFTER trigger calls).
+ * Nothing is held with job_state.track_events off.  The stamps the trigger
+ * adds do not matter here: they come only with a change of status.
+ */
+bool
+JsHoldEvents(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
+			 HeapTuple newtup, JsStatus from, JsStatus to, JsHeldSeqs *held)
+{
+	TupleDesc	tupdesc = RelationGetDescr(jobrel);
+	int64		claim_seq;
+	int64		end_seq;
+	bool		has_claim;
+	bool		has_end;
+	bool		change;
+
+	if (cols->held_claim_seq == 0)
+		return false;			/* a 0.1.0 schema */
+	has_claim = JsTupleHas(oldtup, tupdesc, cols->held_claim_seq, &claim_seq);
+	has_end = JsTupleHas(oldtup, tupdesc, cols->held_end_seq, &end_seq);
+	change = from != to ||
+		!JsSameValue(oldtup, newtup, tupdesc, cols->generation);
+
+	held->claim_seq = held->end_seq = 0;
+	held->claim_null = held->end_null = true;
+
+	if (!change)
+	{
+		/* nothing new: what is held stays, unless what it says changes */
+		if (has_end ? JsEndSaysSame(cols, tupdesc, oldtup, newtup) :
+			!has_claim || JsClaimSaysSame(cols, tupdesc, oldtup, newtup))
+			return false;
+		return true;
+	}
+	if (js_track_events && from == JS_ACCEPTED && to == JS_RUNNING &&
+		heap_attisnull(newtup, cols->reason, tupdesc))
+	{
+		held->claim_seq = JsNextEventSeq(jobrel);
+		held->claim_null = false;
+		return true;
+	}
+	if (js_track_events && has_claim && !has_end && from == JS_RUNNING &&
+		to != JS_ACCEPTED && to != JS_WAITING && to != JS_RUNNING &&
+		JsClaimSaysSame(cols, tupdesc, oldtup, newtup))
+	{
+		held->claim_seq = claim_seq;
+		held->claim_null = false;
+		held->end_seq = JsNextEventSeq(jobrel);
+		held->end_null = false;
+		return true;
+	}
+	return has_claim || has_end;
+}
+
+/*
+ * job_state_event (AFTER UPDATE): the events oldtup held and newtup no
+ * longer does go to job_event_log, as oldtup says them, in order.
+ * Returns whether newtup holds an event oldtup did not: the change itself,
+ * which then needs no row.
+ */
+bool
+JsWriteOutHeld(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
+			   HeapTuple newtup)
+{
+	TupleDesc	tupdesc = RelationGetDescr(jobrel);
+	int64		old_claim;
+	int64		old_end;
+	int64		new_claim;
+	int64		new_end;
+	bool		has_old_claim;
+	bool		has_old_end;
+	bool		has_new_claim;
+	bool		has_new_end;
+	JsEvent		ev;
+	bool		isnull;
+
+	if (cols->held_claim_seq == 0)
+		return false;
+	has_old_claim = JsTupleHas(oldtup, tupdesc, cols->held_claim_seq, &old_claim);
+	has_old_end = JsTupleHas(oldtup, tupdesc, cols->held_end_seq, &old_end);
+	has_new_claim = JsTupleHas(newtup, tupdesc, cols->held_claim_seq, &new_claim);
+	has_new_end = JsTupleHas(newtup, tupdesc, cols->held_end_seq, &new_end);
+
+	ev.queue = heap_getattr(oldtup, cols->queue, tupdesc, &isnull);
+	ev.job_id = heap_getattr(oldtup, cols->id, tupdesc, &isnull);
+	ev.generation = JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull);
+	ev.has_at = true;
+	if (has_old_claim && (!has_new_claim || new_claim != old_claim))
+	{
+		Datum		at = heap_getattr(oldtup, cols->started_at, tupdesc, &ev.has_at);
+
+		ev.has_at = !ev.has_at;
+		ev.at = ev.has_at ? DatumGetTimestampTz(at) : 0;
+		ev.from = JS_ACCEPTED;
+		ev.to = JS_RUNNING;
+		ev.seq = old_claim;
+		ev.reason = (Datum) 0;
+		ev.reason_null = true;
+		ev.worker = heap_getattr(oldtup, cols->worker, tupdesc, &ev.worker_null);
+		JsWriteEvent(jobrel, cols->status_oids, &ev);
+	}
+	if (has_old_end && (!has_new_end || new_end != old_end))
+	{
+		Datum		at = heap_getattr(oldtup, cols->finished_at, tupdesc, &ev.has_at);
+
+		ev.has_at = !ev.has_at;
+		ev.at = ev.has_at ? DatumGetTimestampTz(at) : 0;
+		ev.from = JS_RUNNING;
+		ev.to = JsTupleStatus(cols, oldtup, tupdesc);
+		ev.seq = old_end;
+		ev.reason = heap_getattr(oldtup, cols->reason, tupdesc, &ev.reason_null);
+		ev.worker = (Datum) 0;
+		ev.worker_null = true;
+		JsWriteEvent(jobrel, cols->status_oids, &ev);
+	}
+	return (has_new_claim && (!has_old_claim || new_claim != old_claim)) ||
+		(has_new_end && (!has_old_end || new_end != old_end));
 }

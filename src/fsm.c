@@ -30,7 +30,9 @@
  *	  slots or gives them up as the wait begins; leaving waiting clears
  *	  the timeout columns, leaving running and waiting the lease and slots;
  *	- DELETE only of finished jobs (succeeded, failed, cancelled), and only
- *	  through purge().
+ *	  through purge();
+ *	- held_claim_seq and held_end_seq, the history the row holds, are set
+ *	  here only, as event.c decides.
  * job_state.restore (superuser only) lets a dump be replayed unchecked.
  *
  * Locks: none beyond the statement's, except the slot rows and start
@@ -165,6 +167,28 @@ JsRefuseChange(int64 job_id, const char *column)
 			 errhint("Submit a new job instead.")));
 }
 
+/* the held seqs are the history's (event.c): no write names them */
+static void
+JsRefuseHeldSeqs(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
+				 HeapTuple newtup, int64 job_id)
+{
+	int			attnums[2] = {cols->held_claim_seq, cols->held_end_seq};
+	int			i;
+
+	if (cols->held_claim_seq == 0)
+		return;					/* a 0.1.0 schema */
+	for (i = 0; i < 2; i++)
+		if (oldtup == NULL ? !heap_attisnull(newtup, attnums[i], tupdesc) :
+			!JsSameValue(oldtup, newtup, tupdesc, attnums[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+					 errmsg("column \"%s\" of job %lld is set only by job_state",
+							NameStr(TupleDescAttr(tupdesc, attnums[i] - 1)->attname),
+							(long long) job_id),
+					 errdetail("It holds the seq of a history event that the job row stands for (job_state.job_event)."),
+					 errhint("Leave the column out of the statement.")));
+}
+
 static void
 JsRefuseLimitChange(int64 job_id, const char *column, JsStatus to)
 {
@@ -285,9 +309,9 @@ JsCheckWaiting(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
  */
 typedef struct JsStamp
 {
-	int			cols[16];
-	Datum		vals[16];
-	bool		nulls[16];
+	int			cols[20];
+	Datum		vals[20];
+	bool		nulls[20];
 	int			n;
 } JsStamp;
 
@@ -382,6 +406,7 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 
 	JsCheckValues(cols, tupdesc, tuple, NULL);
 	JsCheckSlotColumns(cols, tupdesc, tuple, NULL, job_id, JS_ACCEPTED, JS_ACCEPTED);
+	JsRefuseHeldSeqs(cols, tupdesc, NULL, tuple, job_id);
 
 	input = heap_getattr(tuple, cols->input, tupdesc, &isnull);
 	if (isnull)
@@ -593,6 +618,7 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 	int64		job_id = JsTupleJobId(cols, oldtup, tupdesc);
 	TimestampTz now = GetCurrentTimestamp();
 	JsStamp		st;
+	JsHeldSeqs	held;
 	bool		isnull;
 	int32		old_gen;
 	bool		rerun;
@@ -609,6 +635,16 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 	rerun = to == JS_ACCEPTED &&
 		(from == JS_FAILED || from == JS_UNKNOWN || from == JS_CANCELLED);
 	JsCheckCounters(cols, tupdesc, oldtup, newtup, job_id, rerun);
+	JsRefuseHeldSeqs(cols, tupdesc, oldtup, newtup, job_id);
+
+	/* the history the row holds, decided on the row as written (event.c) */
+	if (JsHoldEvents(cols, rel, oldtup, newtup, from, to, &held))
+	{
+		JsStampSet(&st, cols->held_claim_seq, Int64GetDatum(held.claim_seq),
+				   held.claim_null);
+		JsStampSet(&st, cols->held_end_seq, Int64GetDatum(held.end_seq),
+				   held.end_null);
+	}
 
 	old_gen = JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull);
 	if (from != to && to == JS_RUNNING)

@@ -4,8 +4,9 @@
  *	  The job table's AFTER trigger and the guards of TRUNCATE and of the
  *	  append-only history.
  *
- * job_state_event (AFTER ROW, ENABLE ALWAYS) appends to job_state.job_event
- * whenever the status or the generation changes (event.c), frees the
+ * job_state_event (AFTER ROW, ENABLE ALWAYS) records each change of the
+ * status or the generation that the job row does not hold, and the held
+ * events a change displaces, in job_state.job_event_log (event.c), frees the
  * concurrency slots of a job that left running or waiting or gave them up
  * to wait (slot.c), and has a job that names a resource or a
  * concurrency key counted by its limits (limits.c: the resource must
@@ -13,8 +14,8 @@
  * its slots), and notes where a job becomes or stops being ready for the
  * queue's claim frontier (frontier.c), and has a job that became
  * succeeded, failed, cancelled or unknown announced at commit (waiter.c).
- * TRUNCATE of job or job_event is
- * refused while live jobs exist; job_event takes no UPDATE and no DELETE
+ * TRUNCATE of job or job_event_log is
+ * refused while live jobs exist; job_event_log takes no UPDATE and no DELETE
  * outside purge().  job_state.restore (superuser only) lets
  * a dump be replayed.
  *
@@ -104,7 +105,7 @@ JsReleaseJobSlots(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
 }
 
 /*
- * job_state_event (AFTER ROW): one job_event row per change of status or
+ * job_state_event (AFTER ROW): the history of a change of status or
  * generation (event.c), and the concurrency slots of a job that left
  * running or waiting, or gave them up to wait, go back (slot.c).
  */
@@ -167,16 +168,22 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 		JsTriggerSpiFinish(&saved_user);
 	}
 
-	/* a restore brings the history with it */
-	if (!js_track_events || js_restore)
+	/*
+	 * A restore brings the history with it.  The submit writes no history
+	 * row: the job row itself records it (accepted_at and submitted_by,
+	 * which no update can change), and a job leaves with its history, so
+	 * the row would say nothing the job does not.
+	 */
+	if (js_restore || !TRIGGER_FIRED_BY_UPDATE(event))
 		return PointerGetDatum(NULL);
 
 	/*
-	 * The submit writes no history row: the job row itself records it
-	 * (accepted_at and submitted_by, which no update can change), and a job
-	 * leaves with its history, so the row would say nothing the job does not.
+	 * The events the old row held and the new one does not go to
+	 * job_event_log (with track_events off too: they were recorded); a
+	 * change the new row holds needs no row.
 	 */
-	if (!TRIGGER_FIRED_BY_UPDATE(event))
+	if (JsWriteOutHeld(cols, trigdata->tg_relation, trigdata->tg_trigtuple, newtup) ||
+		!js_track_events)
 		return PointerGetDatum(NULL);
 
 	ev.generation = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
@@ -201,13 +208,15 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 		ev.worker = (Datum) 0;
 		ev.worker_null = true;
 	}
+	ev.seq = 0;
+	ev.has_at = false;
 	JsWriteEvent(trigdata->tg_relation, cols->status_oids, &ev);
 
 	return PointerGetDatum(NULL);
 }
 
 /*
- * TRUNCATE of job or job_event: only when no job is live.
+ * TRUNCATE of job or job_event_log: only when no job is live.
  */
 static JsPlan live_job_plan = {
 	"SELECT id FROM job_state.job"
@@ -252,8 +261,9 @@ js_job_truncate_trigger(PG_FUNCTION_ARGS)
 }
 
 /*
- * job_event is append-only: no UPDATE; DELETE only inside purge(); TRUNCATE
- * only when no job is live.
+ * job_event_log is append-only: no UPDATE; DELETE only inside purge(); TRUNCATE
+ * only when no job is live.  The view job_event takes no write at all (its
+ * INSTEAD OF trigger).
  */
 Datum
 js_append_only_trigger(PG_FUNCTION_ARGS)
@@ -264,6 +274,21 @@ js_append_only_trigger(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "job_state_append_only: not called by trigger manager");
 	event = trigdata->tg_event;
+	if (TRIGGER_FIRED_INSTEAD(event))
+	{
+		/* the view job_event: written by nobody, restore included */
+		if (TRIGGER_FIRED_BY_INSERT(event))
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+					 errmsg("%s is written only by job_state",
+							RelationGetRelationName(trigdata->tg_relation)),
+					 errdetail("Each change of a job's status or generation is recorded by the job table's triggers.")));
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("%s is append-only",
+						RelationGetRelationName(trigdata->tg_relation)),
+				 errdetail("History rows are removed only with their job, by job_state.purge().")));
+	}
 	if (!TRIGGER_FIRED_BEFORE(event))
 		elog(ERROR, "job_state_append_only: must be fired before the event");
 

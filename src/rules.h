@@ -11,6 +11,7 @@
 #ifndef JS_RULES_H
 #define JS_RULES_H
 
+#include "datatype/timestamp.h"
 #include "utils/jsonb.h"
 #include "utils/relcache.h"
 
@@ -21,7 +22,7 @@
 extern bool JsTransitionAllowed(JsStatus from, JsStatus to);
 extern JsStatus JsStatusFromName(const char *name);
 
-/* event.c: one job_event row */
+/* event.c: one job_event_log row */
 typedef struct JsEvent
 {
 	Datum		queue;			/* text */
@@ -33,9 +34,29 @@ typedef struct JsEvent
 	bool		reason_null;
 	Datum		worker;			/* text */
 	bool		worker_null;
+	int64		seq;			/* 0: the next of job_event_seq */
+	bool		has_at;			/* false: now */
+	TimestampTz at;
 } JsEvent;
 
+/*
+ * What the BEFORE trigger stamps on a job row for the history it holds
+ * (JsHoldEvents): the new held_claim_seq and held_end_seq.
+ */
+typedef struct JsHeldSeqs
+{
+	int64		claim_seq;
+	bool		claim_null;
+	int64		end_seq;
+	bool		end_null;
+} JsHeldSeqs;
+
 extern void JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev);
+extern bool JsHoldEvents(const JsJobColumns *cols, Relation jobrel,
+						 HeapTuple oldtup, HeapTuple newtup,
+						 JsStatus from, JsStatus to, JsHeldSeqs *held);
+extern bool JsWriteOutHeld(const JsJobColumns *cols, Relation jobrel,
+						   HeapTuple oldtup, HeapTuple newtup);
 
 /* retry.c */
 extern Interval *JsRetryDelay(const Interval *retry_interval, double backoff_rate,
@@ -76,11 +97,11 @@ extern int	JsExpireLeases(const char *queue);
 /*
  * retention.c: the tail of every statement that deletes jobs (its CTE d
  * returns the queue and id of each job deleted): the job's rows in the
- * other per-job tables (job_event, spend, operation, job_ref) go with it,
+ * other per-job tables (job_event_log, spend, operation, job_ref) go with it,
  * and the statement returns the count.
  */
 #define JS_DELETE_JOB_ROWS \
-	" e AS (DELETE FROM job_state.job_event v USING d" \
+	" e AS (DELETE FROM job_state.job_event_log v USING d" \
 	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)," \
 	" s AS (DELETE FROM job_state.spend v USING d" \
 	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)," \
@@ -90,7 +111,10 @@ extern int	JsExpireLeases(const char *queue);
 	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)" \
 	" SELECT pg_catalog.count(*) FROM d"
 
-/* the same, on the 0.1.0 schema (before ALTER EXTENSION UPDATE): no job_ref */
+/*
+ * the same, on the 0.1.0 schema (before ALTER EXTENSION UPDATE): no job_ref,
+ * and the history is the table job_event
+ */
 #define JS_DELETE_JOB_ROWS_010 \
 	" e AS (DELETE FROM job_state.job_event v USING d" \
 	"  WHERE v.queue OPERATOR(pg_catalog.=) d.queue AND v.job_id OPERATOR(pg_catalog.=) d.id)," \

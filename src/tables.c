@@ -201,6 +201,11 @@ JsJobColumnsFor(Relation rel)
 	js_cols.heartbeat_interval = SPI_fnumber(tupdesc, "heartbeat_interval");
 	if (js_cols.callback_timeout_at <= 0 || js_cols.heartbeat_interval <= 0)
 		js_cols.callback_timeout_at = js_cols.heartbeat_interval = 0;
+	/* and the history a job row holds (event.c; 0: missing) */
+	js_cols.held_claim_seq = SPI_fnumber(tupdesc, "held_claim_seq");
+	js_cols.held_end_seq = SPI_fnumber(tupdesc, "held_end_seq");
+	if (js_cols.held_claim_seq <= 0 || js_cols.held_end_seq <= 0)
+		js_cols.held_claim_seq = js_cols.held_end_seq = 0;
 	js_cols.relid = RelationGetRelid(rel);
 	return &js_cols;
 }

@@ -72,6 +72,9 @@ typedef struct JsJobColumns
 	/* the waiting window (callback.c); 0 in a 0.1.0 schema */
 	int			callback_timeout_at;
 	int			heartbeat_interval;
+	/* the events the row holds (event.c); 0 in a 0.1.0 schema */
+	int			held_claim_seq;
+	int			held_end_seq;
 } JsJobColumns;
 
 extern const JsJobColumns *JsJobColumnsFor(Relation rel);

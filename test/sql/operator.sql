@@ -110,12 +110,12 @@ SELECT count(job_state.cancel(s.job_id))
   FROM generate_series(1, 400) i,
        LATERAL job_state.submit('vt', jsonb_build_object('n', i)) s;
 SELECT pg_relation_size('job_state.job') AS job0,
-       pg_relation_size('job_state.job_event') AS event0 \gset
+       pg_relation_size('job_state.job_event_log') AS event0 \gset
 SELECT job_state.purge('0') AS purged;
-VACUUM job_state.job, job_state.job_event;
+VACUUM job_state.job, job_state.job_event_log;
 SELECT pg_relation_size('job_state.job') = :job0 AS job_kept,
-       pg_relation_size('job_state.job_event') = :event0 AS event_kept,
+       pg_relation_size('job_state.job_event_log') = :event0 AS event_kept,
        (SELECT count(*) FROM job_state.job WHERE queue = 'vt') AS vt_jobs;
 -- and VACUUM (TRUNCATE) gives them back when asked
-VACUUM (TRUNCATE) job_state.job_event;
-SELECT pg_relation_size('job_state.job_event') < :event0 AS event_truncated;
+VACUUM (TRUNCATE) job_state.job_event_log;
+SELECT pg_relation_size('job_state.job_event_log') < :event0 AS event_truncated;

@@ -100,10 +100,13 @@ DELETE FROM job_state.job WHERE id = 2;
 DELETE FROM job_state.job WHERE id = 6;
 \set VERBOSITY sqlstate
 TRUNCATE job_state.job;
-TRUNCATE job_state.job_event;
--- job_event and spend are append-only
+TRUNCATE job_state.job_event_log;
+-- job_event (the view), job_event_log and spend are append-only
 UPDATE job_state.job_event SET to_status = 'failed';
 DELETE FROM job_state.job_event;
+INSERT INTO job_state.job_event (queue, job_id, to_status, generation) VALUES ('raw', 5, 'failed', 1);
+UPDATE job_state.job_event_log SET to_status = 'failed';
+DELETE FROM job_state.job_event_log;
 INSERT INTO job_state.spend (queue, job_id, generation, meter, amount) VALUES ('raw', 5, 0, 'usd', 1);
 DELETE FROM job_state.spend;
 UPDATE job_state.spend SET amount = 0;

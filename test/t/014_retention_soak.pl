@@ -15,7 +15,7 @@
 # spend or operation row is left without its job; the sweeper logged no
 # error.  Then, with the sweeper paused, a backlog of 20,000 old jobs: the
 # plan of the real retention statement (auto_explain, in a session that
-# calls sweep()) reads job_event, spend and operation by index, and sweep()
+# calls sweep()) reads job_event_log, spend and operation by index, and sweep()
 # works the backlog off 1000 jobs per call.
 
 use strict;
@@ -167,7 +167,7 @@ $load->query_safe(
 		LATERAL job_state.begin_operation(c.token, 'mail') o,
 		LATERAL job_state.charge(c.token, 'usd', 1) s,
 		LATERAL job_state.fail(c.token, 'permanent') f});
-$load->query_safe('ANALYZE job_state.job, job_state.job_event, job_state.spend, job_state.operation');
+$load->query_safe('ANALYZE job_state.job, job_state.job_event_log, job_state.spend, job_state.operation');
 $load->quit;
 $probe->quit;
 usleep(1_200_000);
@@ -184,12 +184,12 @@ my ($retention_plan) = $plans =~ /(Query Text: WITH d AS \(  DELETE FROM job_sta
 ok(defined $retention_plan, 'auto_explain logged the plan of the retention statement');
 $retention_plan //= '';
 note($retention_plan);
-for my $table (qw(job job_event spend operation job_ref))
+for my $table (qw(job job_event_log spend operation job_ref))
 {
 	unlike($retention_plan, qr/Seq Scan on $table\b/, "the retention statement reads job_state.$table by index");
 }
 like($retention_plan, qr/Index (?:Only )?Scan using job_finished on job\b/, 'jobs are selected by job_finished');
-like($retention_plan, qr/using job_event_job on job_event/, 'history by job_event_job');
+like($retention_plan, qr/using job_event_job on job_event_log\b/, 'history by job_event_job');
 
 my $left = one(q{SELECT count(*) FROM job_state.job WHERE queue = 'soak' AND status IN ('succeeded', 'failed', 'cancelled')});
 is($left, 20000 - $batch, 'the rest of the backlog waits');
