@@ -50,7 +50,6 @@
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -266,6 +265,38 @@ JsHoldEvents(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
 }
 
 /*
+ * The event a row holds, as the view job_event reads it: the claim
+ * (accepted -> running at started_at, by worker) or its end (running ->
+ * status at finished_at, with reason), in the row's generation.
+ */
+static void
+JsHeldEvent(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple tuple,
+			bool end, int64 seq, JsEvent *ev)
+{
+	bool		at_null;
+	bool		isnull;
+	Datum		at = heap_getattr(tuple, end ? cols->finished_at : cols->started_at,
+								  tupdesc, &at_null);
+
+	ev->queue = heap_getattr(tuple, cols->queue, tupdesc, &isnull);
+	ev->job_id = heap_getattr(tuple, cols->id, tupdesc, &isnull);
+	ev->generation = JsTupleInt32(tuple, tupdesc, cols->generation, &isnull);
+	ev->from = end ? JS_RUNNING : JS_ACCEPTED;
+	ev->to = end ? JsTupleStatus(cols, tuple, tupdesc) : JS_RUNNING;
+	ev->seq = seq;
+	ev->has_at = !at_null;		/* set by raw SQL to NULL: now */
+	ev->at = at_null ? 0 : DatumGetTimestampTz(at);
+	ev->reason = (Datum) 0;
+	ev->reason_null = true;
+	ev->worker = (Datum) 0;
+	ev->worker_null = true;
+	if (end)
+		ev->reason = heap_getattr(tuple, cols->reason, tupdesc, &ev->reason_null);
+	else
+		ev->worker = heap_getattr(tuple, cols->worker, tupdesc, &ev->worker_null);
+}
+
+/*
  * job_state_event (AFTER UPDATE): the events oldtup held and newtup no
  * longer does go to job_event_log, as oldtup says them, in order.
  * Returns whether newtup holds an event oldtup did not: the change itself,
@@ -276,56 +307,28 @@ JsWriteOutHeld(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
 			   HeapTuple newtup)
 {
 	TupleDesc	tupdesc = RelationGetDescr(jobrel);
-	int64		old_claim;
-	int64		old_end;
-	int64		new_claim;
-	int64		new_end;
-	bool		has_old_claim;
-	bool		has_old_end;
-	bool		has_new_claim;
-	bool		has_new_end;
-	JsEvent		ev;
-	bool		isnull;
+	int			attnums[2] = {cols->held_claim_seq, cols->held_end_seq};
+	bool		holds_new = false;
+	int			i;
 
 	if (cols->held_claim_seq == 0)
-		return false;
-	has_old_claim = JsTupleHas(oldtup, tupdesc, cols->held_claim_seq, &old_claim);
-	has_old_end = JsTupleHas(oldtup, tupdesc, cols->held_end_seq, &old_end);
-	has_new_claim = JsTupleHas(newtup, tupdesc, cols->held_claim_seq, &new_claim);
-	has_new_end = JsTupleHas(newtup, tupdesc, cols->held_end_seq, &new_end);
-
-	ev.queue = heap_getattr(oldtup, cols->queue, tupdesc, &isnull);
-	ev.job_id = heap_getattr(oldtup, cols->id, tupdesc, &isnull);
-	ev.generation = JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull);
-	ev.has_at = true;
-	if (has_old_claim && (!has_new_claim || new_claim != old_claim))
+		return false;			/* a 0.1.0 schema */
+	for (i = 0; i < 2; i++)
 	{
-		Datum		at = heap_getattr(oldtup, cols->started_at, tupdesc, &ev.has_at);
+		int64		old_seq;
+		int64		new_seq;
+		bool		has_old = JsTupleHas(oldtup, tupdesc, attnums[i], &old_seq);
+		bool		has_new = JsTupleHas(newtup, tupdesc, attnums[i], &new_seq);
 
-		ev.has_at = !ev.has_at;
-		ev.at = ev.has_at ? DatumGetTimestampTz(at) : 0;
-		ev.from = JS_ACCEPTED;
-		ev.to = JS_RUNNING;
-		ev.seq = old_claim;
-		ev.reason = (Datum) 0;
-		ev.reason_null = true;
-		ev.worker = heap_getattr(oldtup, cols->worker, tupdesc, &ev.worker_null);
-		JsWriteEvent(jobrel, cols->status_oids, &ev);
-	}
-	if (has_old_end && (!has_new_end || new_end != old_end))
-	{
-		Datum		at = heap_getattr(oldtup, cols->finished_at, tupdesc, &ev.has_at);
+		if (has_old && (!has_new || new_seq != old_seq))
+		{
+			JsEvent		ev;
 
-		ev.has_at = !ev.has_at;
-		ev.at = ev.has_at ? DatumGetTimestampTz(at) : 0;
-		ev.from = JS_RUNNING;
-		ev.to = JsTupleStatus(cols, oldtup, tupdesc);
-		ev.seq = old_end;
-		ev.reason = heap_getattr(oldtup, cols->reason, tupdesc, &ev.reason_null);
-		ev.worker = (Datum) 0;
-		ev.worker_null = true;
-		JsWriteEvent(jobrel, cols->status_oids, &ev);
+			JsHeldEvent(cols, tupdesc, oldtup, i == 1, old_seq, &ev);
+			JsWriteEvent(jobrel, cols->status_oids, &ev);
+		}
+		if (has_new && (!has_old || new_seq != old_seq))
+			holds_new = true;
 	}
-	return (has_new_claim && (!has_old_claim || new_claim != old_claim)) ||
-		(has_new_end && (!has_old_end || new_end != old_end));
+	return holds_new;
 }
