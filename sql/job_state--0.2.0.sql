@@ -308,14 +308,21 @@ CREATE INDEX job_finished ON job_state.job (queue, finished_at)
  */
 CREATE SEQUENCE job_state.job_event_seq AS pg_catalog.int8;
 
+/*
+ * The NOT NULL constraints keep the names 0.1.0's table job_event gave
+ * them (PostgreSQL 18 names them, and a rename of the table keeps them), so
+ * that an install and an upgrade are the same schema on every major.
+ */
 CREATE TABLE job_state.job_event_log (
-	queue pg_catalog.text NOT NULL,
-	job_id pg_catalog.int8 NOT NULL,
-	seq pg_catalog.int8 NOT NULL DEFAULT pg_catalog.nextval('job_state.job_event_seq'),
+	queue pg_catalog.text CONSTRAINT job_event_queue_not_null NOT NULL,
+	job_id pg_catalog.int8 CONSTRAINT job_event_job_id_not_null NOT NULL,
+	seq pg_catalog.int8 CONSTRAINT job_event_seq_not_null NOT NULL
+		DEFAULT pg_catalog.nextval('job_state.job_event_seq'),
 	from_status job_state.status,
-	to_status job_state.status NOT NULL,
-	generation pg_catalog.int4 NOT NULL,
-	at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	to_status job_state.status CONSTRAINT job_event_to_status_not_null NOT NULL,
+	generation pg_catalog.int4 CONSTRAINT job_event_generation_not_null NOT NULL,
+	at pg_catalog.timestamptz CONSTRAINT job_event_at_not_null NOT NULL
+		DEFAULT pg_catalog.clock_timestamp(),
 	detail pg_catalog.jsonb
 ) WITH (autovacuum_vacuum_insert_scale_factor = 0.05,
 		vacuum_truncate = false);
