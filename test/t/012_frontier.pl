@@ -191,6 +191,8 @@ is($node->safe_psql('postgres',
 	q{SELECT pg_catalog.count(*) FROM job_state.job WHERE status = 'accepted'}),
 	'0', 'no job is left waiting');
 
-ok(!$node->log_contains(qr/PANIC|TRAP/), 'no PANIC or failed assertion');
+# the severity, not the word: the log holds statements with claim tokens,
+# whose base64 may spell either
+ok(!$node->log_contains(qr/(?:PANIC|TRAP):/), 'no PANIC or failed assertion');
 $node->stop;
 done_testing();

@@ -283,6 +283,8 @@ ok( $node->poll_query_until(
 	'with more than 1,000 queues the sweeper still finds a lease that ran out');
 $other->quit;
 
-ok(!$node->log_contains(qr/PANIC|TRAP/), 'no PANIC or failed assertion');
+# the severity, not the word: the log holds statements with claim tokens,
+# whose base64 may spell either
+ok(!$node->log_contains(qr/(?:PANIC|TRAP):/), 'no PANIC or failed assertion');
 $node->stop;
 done_testing();
