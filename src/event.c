@@ -95,44 +95,39 @@ JsEventDetail(const JsEvent *ev, bool *isnull)
 
 /* job_event_log, or in a 0.1.0 schema the table job_event */
 static Oid
-JsEventLogRelid(Relation jobrel)
+JsEventLogRelid(void)
 {
-	Oid			nsp = RelationGetNamespace(jobrel);
-	Oid			relid = get_relname_relid("job_event_log", nsp);
+	Oid			relid = JsOwnRelidIfAny("job_event_log");
 
 	if (!OidIsValid(relid))
-		relid = get_relname_relid("job_event", nsp);
+		relid = JsOwnRelidIfAny("job_event");
 	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
 		elog(ERROR, "job_state: table job_event_log is missing");
 	return relid;
 }
 
 static int64
-JsNextEventSeq(Relation jobrel)
+JsNextEventSeq(void)
 {
-	Oid			seqid = get_relname_relid("job_event_seq", RelationGetNamespace(jobrel));
-
-	if (!OidIsValid(seqid))
-		elog(ERROR, "job_state: sequence job_event_seq is missing");
-	return nextval_internal(seqid, false);
+	return nextval_internal(JsOwnRelid("job_event_seq"), false);
 }
 
 /*
- * Write one history row.  jobrel is the job table (its schema holds
- * job_event_log and job_event_seq); status_oids are the OIDs of the status
+ * Write one history row into job_event_log, with the next seq of
+ * job_event_seq unless ev has one; status_oids are the OIDs of the status
  * labels, in JsStatus order.
  */
 void
-JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev)
+JsWriteEvent(const Oid *status_oids, const JsEvent *ev)
 {
-	Oid			relid = JsEventLogRelid(jobrel);
+	Oid			relid = JsEventLogRelid();
 	Relation	rel;
 	const JsEventColumns *cols;
 	Datum		detail;
 	bool		detail_null;
 	JsRowWriter w;
 	TupleTableSlot *slot;
-	int64		seq = ev->seq != 0 ? ev->seq : JsNextEventSeq(jobrel);
+	int64		seq = ev->seq != 0 ? ev->seq : JsNextEventSeq();
 
 	detail = JsEventDetail(ev, &detail_null);
 	rel = table_open(relid, RowExclusiveLock);
@@ -247,7 +242,7 @@ JsHoldEvents(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
 	if (js_track_events && from == JS_ACCEPTED && to == JS_RUNNING &&
 		heap_attisnull(newtup, cols->reason, tupdesc))
 	{
-		held->claim_seq = JsNextEventSeq(jobrel);
+		held->claim_seq = JsNextEventSeq();
 		held->claim_null = false;
 		return true;
 	}
@@ -257,7 +252,7 @@ JsHoldEvents(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
 	{
 		held->claim_seq = claim_seq;
 		held->claim_null = false;
-		held->end_seq = JsNextEventSeq(jobrel);
+		held->end_seq = JsNextEventSeq();
 		held->end_null = false;
 		return true;
 	}
@@ -325,7 +320,7 @@ JsWriteOutHeld(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
 			JsEvent		ev;
 
 			JsHeldEvent(cols, tupdesc, oldtup, i == 1, old_seq, &ev);
-			JsWriteEvent(jobrel, cols->status_oids, &ev);
+			JsWriteEvent(cols->status_oids, &ev);
 		}
 		if (has_new && (!has_old || new_seq != old_seq))
 			holds_new = true;

@@ -210,7 +210,7 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 	}
 	ev.seq = 0;
 	ev.has_at = false;
-	JsWriteEvent(trigdata->tg_relation, cols->status_oids, &ev);
+	JsWriteEvent(cols->status_oids, &ev);
 
 	return PointerGetDatum(NULL);
 }

@@ -33,10 +33,10 @@
  * Once a job of the queue named a resource, uses_resources stays set: it is
  * what sends claim down the slot-taking path (claim_limited.c).
  *
- * A change of a queue's privileges (acl) invalidates the queue table's
- * relcache entry, which resets the per-backend cache that token checks
- * read them from (token.c): a revoke reaches every backend when it
- * commits.
+ * Every UPDATE, DELETE and TRUNCATE of the table invalidates its relcache
+ * entry, which resets the per-backend caches of queue options (tables.c:
+ * claim, submit, fail) and of privileges (token.c): a pause, a changed
+ * limit or a revoke reaches every backend when it commits.
  *
  * job_state.restore lets a superuser replay or repair a dump as it is: the
  * dump brings the slots with it.
@@ -170,6 +170,14 @@ js_queue_trigger(PG_FUNCTION_ARGS)
 	event = trigdata->tg_event;
 	rel = trigdata->tg_relation;
 
+	/*
+	 * Claim, submit and fail keep a queue's options per backend, and token
+	 * checks its privileges (tables.c, token.c): any change to the table
+	 * resets both in every backend once it commits.
+	 */
+	if (TRIGGER_FIRED_BEFORE(event))
+		CacheInvalidateRelcacheByRelid(RelationGetRelid(rel));
+
 	if (TRIGGER_FIRED_BY_TRUNCATE(event))
 	{
 		if (js_restore)
@@ -202,25 +210,6 @@ js_queue_trigger(PG_FUNCTION_ARGS)
 		HeapTuple	new = trigdata->tg_newtuple;
 		Datum		new_name = heap_getattr(new, name_att, desc, &isnull);
 		int			uses_att = JsColumnNumber(rel, "uses_resources");
-		/* 0.2.0 added it (0.1.0's table has none until the update) */
-		int			acl_att = SPI_fnumber(desc, "acl");
-
-		/*
-		 * Token checks cache a queue's privileges (token.c): a change to
-		 * them, by grant_queue, revoke_queue or raw SQL, resets that cache
-		 * in every backend once it commits.
-		 */
-		if (acl_att > 0)
-		{
-			bool		old_null;
-			bool		new_null;
-			Datum		old_acl = heap_getattr(old, acl_att, desc, &old_null);
-			Datum		new_acl = heap_getattr(new, acl_att, desc, &new_null);
-
-			if (old_null != new_null ||
-				(!old_null && !datumIsEqual(old_acl, new_acl, false, -1)))
-				CacheInvalidateRelcacheByRelid(RelationGetRelid(rel));
-		}
 
 		if (js_restore)
 			return PointerGetDatum(new);

@@ -163,20 +163,16 @@ JsDecideFail(const char *class_name, const JsJobColumns *cols,
 	{
 		int32		attempts = DatumGetInt32(values[cols->attempts - 1]);
 		int32		retries = DatumGetInt32(values[cols->retries - 1]);
-		Relation	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
-		Relation	queue_pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
 		JsQueueOptions q;
 		Interval   *wait;
 
-		if (!JsReadQueue(queuerel, queue_pkey, queue, NULL, &q))
+		if (!JsReadQueueCached(queue, NULL, &q))
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 					 errmsg("queue \"%s\" does not exist", queue_name),
 					 errdetail("Job %lld belongs to queue \"%s\", whose row was deleted; its retry policy is gone with it.",
 							   (long long) job_id, queue_name),
 					 errhint("Fail the job with class permanent or unknown, which need no retry policy.")));
-		index_close(queue_pkey, NoLock);
-		table_close(queuerel, NoLock);
 
 		if (retry_after != NULL)
 			wait = (Interval *) retry_after;

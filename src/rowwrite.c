@@ -177,6 +177,19 @@ JsRowWriterBeginUpdate(JsRowWriter *w, Relation rel, TupleTableSlot **locked,
 {
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
+	JsRowWriterOpenUpdate(w, rel, locked, newslot);
+}
+
+/*
+ * JsRowWriterBeginUpdate without the command-counter step and the
+ * snapshot, which the caller has taken: for one that opens the writer only
+ * once it has a row to write (a claim often finds none, take.c).
+ * JsRowWriterCloseUpdate ends it.
+ */
+void
+JsRowWriterOpenUpdate(JsRowWriter *w, Relation rel, TupleTableSlot **locked,
+					  TupleTableSlot **newslot)
+{
 	JsRowWriterBegin(w, rel, false);
 	*locked = table_slot_create(rel, NULL);
 	*newslot = JsRowWriterSlot(w, &TTSOpsVirtual);
@@ -217,9 +230,16 @@ JsRefuseSkippedUpdate(void)
 void
 JsRowWriterEndUpdate(JsRowWriter *w, TupleTableSlot *locked)
 {
+	JsRowWriterCloseUpdate(w, locked);
+	PopActiveSnapshot();
+}
+
+/* end JsRowWriterOpenUpdate; the caller's snapshot stays */
+void
+JsRowWriterCloseUpdate(JsRowWriter *w, TupleTableSlot *locked)
+{
 	ExecDropSingleTupleTableSlot(locked);
 	JsRowWriterEnd(w);
-	PopActiveSnapshot();
 }
 
 /*

@@ -68,6 +68,9 @@ extern void JsRowWriterEnd(JsRowWriter *w);
 extern void JsRowWriterBeginUpdate(JsRowWriter *w, Relation rel,
 								   TupleTableSlot **locked, TupleTableSlot **newslot);
 extern void JsRowWriterEndUpdate(JsRowWriter *w, TupleTableSlot *locked);
+extern void JsRowWriterOpenUpdate(JsRowWriter *w, Relation rel,
+								  TupleTableSlot **locked, TupleTableSlot **newslot);
+extern void JsRowWriterCloseUpdate(JsRowWriter *w, TupleTableSlot *locked);
 extern void JsRowWriterUpdate(JsRowWriter *w, TupleTableSlot *locked,
 							  TupleTableSlot *newslot);
 extern void JsRefuseSkippedUpdate(void);

@@ -51,7 +51,7 @@ typedef struct JsHeldSeqs
 	bool		end_null;
 } JsHeldSeqs;
 
-extern void JsWriteEvent(Relation jobrel, const Oid *status_oids, const JsEvent *ev);
+extern void JsWriteEvent(const Oid *status_oids, const JsEvent *ev);
 extern bool JsHoldEvents(const JsJobColumns *cols, Relation jobrel,
 						 HeapTuple oldtup, HeapTuple newtup,
 						 JsStatus from, JsStatus to, JsHeldSeqs *held);

@@ -100,8 +100,6 @@ static const char *const js_submit_outcome_names[] = {"created", "existing", "co
 typedef struct JsSubmitter
 {
 	Relation	job;
-	Relation	queuerel;
-	Relation	queue_pkey;
 	const JsJobColumns *cols;
 	JsQueueOptions q;
 	Datum		queue;			/* text */
@@ -169,15 +167,13 @@ JsSubmitBegin(JsSubmitter *s, Datum queue, bool any_key)
 {
 	MemSet(s, 0, sizeof(JsSubmitter));
 	s->job = table_open(JsOwnRelid("job"), RowExclusiveLock);
-	s->queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
-	s->queue_pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
 	s->cols = JsJobColumnsFor(s->job);
 	s->queue = queue;
 	s->queue_name = TextDatumGetCString(queue);
 
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	if (!JsReadQueue(s->queuerel, s->queue_pkey, queue, NULL, &s->q))
+	if (!JsReadQueueCached(queue, NULL, &s->q))
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 				 errmsg("queue \"%s\" does not exist", s->queue_name),
@@ -324,8 +320,6 @@ JsSubmitEnd(JsSubmitter *s)
 		SPI_finish();
 	JsRowWriterEnd(&s->w);
 	PopActiveSnapshot();
-	index_close(s->queue_pkey, NoLock);
-	table_close(s->queuerel, NoLock);
 	table_close(s->job, NoLock);
 	if (s->created)
 		JsNotifyNewJob(s->queue_name);

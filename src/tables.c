@@ -7,6 +7,9 @@
  *	  options and a resource's limits by primary key, and the input hash a
  *	  job row carries.
  *
+ * Also the OIDs of our relations by name, kept per backend until an
+ * invalidation (JsOwnRelid).
+ *
  * Invariants: every column looked up exists (elog otherwise: the
  * extension's script and this file disagree); a map is rebuilt when the
  * relation's OID changes.  Locks: AccessShareLock on the queue and
@@ -33,7 +36,9 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -82,11 +87,148 @@ JsOwnRelOwner(const char *name)
 	return owner;
 }
 
-/* a relation of job_state's own schema */
+/*
+ * The OIDs of our relations by name, looked up in the catalog once per
+ * backend (claim, submit and succeed each name several).  All are
+ * forgotten on an invalidation of any of them (DROP, a rename, ALTER
+ * TABLE, SET SCHEMA) or of every relation, and on any change to a schema
+ * (a renamed job_state schema no longer holds them).  A lookup during
+ * which an invalidation arrived is not kept; a missing name is looked up
+ * again each time.
+ */
+typedef struct JsOwnRel
+{
+	char		name[NAMEDATALEN];
+	Oid			relid;
+} JsOwnRel;
+
+#define JS_MAX_OWN_RELS 32
+
+static JsOwnRel js_own_rels[JS_MAX_OWN_RELS];
+static int	js_n_own_rels = 0;
+static uint64 js_own_rels_resets = 0;
+
+static void
+JsOwnRelsReset(void)
+{
+	js_n_own_rels = 0;
+	js_own_rels_resets++;
+}
+
+/*
+ * The options of the queues this backend claimed from, submitted to or
+ * failed a job of, as JsReadQueue read them, so that those calls do not
+ * read the queue's row each time.  The queue trigger invalidates the queue
+ * table's relcache entry on every UPDATE, DELETE and TRUNCATE of it, by
+ * job_state's functions and raw SQL alike (queue_trigger.c): that empties
+ * this cache in every backend once the change commits, and in the changing
+ * transaction at its next command.  Only READ COMMITTED reads use it: a
+ * transaction snapshot may be older than what the cache holds, and what
+ * such a snapshot reads is not kept.  A read during which an invalidation
+ * arrived is not kept either; at most JS_QUEUE_CACHE_SIZE queues are kept.
+ */
+typedef struct JsCachedQueue
+{
+	int			len;
+	char	   *name;			/* len bytes, in js_queue_cache_cxt */
+	JsQueueOptions q;			/* its lease without asked; acl in the context */
+} JsCachedQueue;
+
+#define JS_QUEUE_CACHE_SIZE 32
+
+static JsCachedQueue js_queue_cache[JS_QUEUE_CACHE_SIZE];
+static int	js_queue_cache_n = 0;
+static Oid	js_queue_cache_relid = InvalidOid;	/* the table they came from */
+static uint64 js_queue_cache_resets = 0;
+static MemoryContext js_queue_cache_cxt = NULL;
+
+static void
+JsQueueCacheReset(void)
+{
+	js_queue_cache_n = 0;
+	js_queue_cache_relid = InvalidOid;
+	js_queue_cache_resets++;
+	if (js_queue_cache_cxt != NULL)
+		MemoryContextReset(js_queue_cache_cxt);
+}
+
+/* relation relid (InvalidOid: every relation) changed: forget what it was */
+static void
+JsTablesRelcacheCallback(Datum arg, Oid relid)
+{
+	int			i;
+
+	if (relid == InvalidOid || relid == js_queue_cache_relid)
+		JsQueueCacheReset();
+	for (i = 0; i < js_n_own_rels; i++)
+	{
+		if (relid == InvalidOid || js_own_rels[i].relid == relid)
+		{
+			JsOwnRelsReset();
+			break;
+		}
+	}
+}
+
+static void
+JsTablesNamespaceCallback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	JsOwnRelsReset();
+}
+
+/*
+ * The per-backend caches of this file, their memory and their callbacks
+ * (one relcache callback for both: the server has room for few).
+ */
+static void
+JsTablesCallbacks(void)
+{
+	static bool registered = false;
+
+	if (registered)
+		return;
+	js_queue_cache_cxt = AllocSetContextCreate(CacheMemoryContext,
+											   "job_state queue options",
+											   ALLOCSET_SMALL_SIZES);
+	CacheRegisterRelcacheCallback(JsTablesRelcacheCallback, (Datum) 0);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, JsTablesNamespaceCallback, (Datum) 0);
+	registered = true;
+}
+
+/* a relation of job_state's own schema, or InvalidOid if there is none */
+Oid
+JsOwnRelidIfAny(const char *name)
+{
+	uint64		resets;
+	Oid			nsp;
+	Oid			relid;
+	int			i;
+
+	for (i = 0; i < js_n_own_rels; i++)
+	{
+		if (strcmp(js_own_rels[i].name, name) == 0)
+			return js_own_rels[i].relid;
+	}
+
+	JsTablesCallbacks();
+	resets = js_own_rels_resets;
+	nsp = get_namespace_oid("job_state", true);
+	relid = OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
+	if (OidIsValid(relid) && resets == js_own_rels_resets &&
+		js_n_own_rels < JS_MAX_OWN_RELS && strlen(name) < NAMEDATALEN)
+	{
+		strlcpy(js_own_rels[js_n_own_rels].name, name, NAMEDATALEN);
+		js_own_rels[js_n_own_rels].relid = relid;
+		js_n_own_rels++;
+	}
+	return relid;
+}
+
+/* a relation of job_state's own schema; it must be there */
 Oid
 JsOwnRelid(const char *name)
 {
-	Oid			relid = get_relname_relid(name, get_namespace_oid("job_state", false));
+	Oid			relid = JsOwnRelidIfAny(name);
 
 	if (!OidIsValid(relid))
 		elog(ERROR, "job_state: relation job_state.%s is missing", name);
@@ -403,12 +545,23 @@ JsQueueColumnsFor(Relation rel)
 	return &js_queue_cols;
 }
 
+/* the lease a claim gives: LEAST(COALESCE(asked, lease), max_lease) */
+static void
+JsQueueLease(JsQueueOptions *q, Interval *lease, Interval *asked)
+{
+	if (asked != NULL)
+		lease = asked;
+	q->lease = *DatumGetIntervalP(DirectFunctionCall2(interval_smaller,
+													  IntervalPGetDatum(lease),
+													  IntervalPGetDatum(&q->max_lease)));
+}
+
 /*
  * The row of queue (text) by the queue table's primary key, under the
- * active snapshot: false when there is none.  The lease a claim gives is
- * LEAST(COALESCE(asked, lease), max_lease).
+ * active snapshot: false when there is none.  q->acl is allocated in the
+ * current memory context.
  */
-bool
+static bool
 JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
 			JsQueueOptions *q)
 {
@@ -427,19 +580,14 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
 		const JsQueueColumns *qc = JsQueueColumnsFor(queuerel);
 		bool		isnull;
 		Interval   *lease;
-		Interval   *max_lease;
 		bool		uses_resources;
 		text	   *jitter;
 		Datum		acl;
 
 		q->id = DatumGetInt32(slot_getattr(slot, qc->id, &isnull));
 		lease = DatumGetIntervalP(slot_getattr(slot, qc->lease, &isnull));
-		max_lease = DatumGetIntervalP(slot_getattr(slot, qc->max_lease, &isnull));
-		if (asked != NULL)
-			lease = asked;
-		q->lease = *DatumGetIntervalP(DirectFunctionCall2(interval_smaller,
-														  IntervalPGetDatum(lease),
-														  IntervalPGetDatum(max_lease)));
+		q->max_lease = *DatumGetIntervalP(slot_getattr(slot, qc->max_lease, &isnull));
+		JsQueueLease(q, lease, asked);
 		q->max_attempts = DatumGetInt32(slot_getattr(slot, qc->max_attempts, &isnull));
 		q->has_max_attempts = !isnull;
 		q->paused = DatumGetBool(slot_getattr(slot, qc->paused, &isnull));
@@ -467,6 +615,77 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
+	return found;
+}
+
+/* keep q (read with asked NULL) as the options of the queue name */
+static void
+JsQueueCacheStore(Oid relid, text *name, const JsQueueOptions *q)
+{
+	JsCachedQueue *e;
+	MemoryContext oldcontext;
+
+	if (js_queue_cache_relid != relid || js_queue_cache_n >= JS_QUEUE_CACHE_SIZE)
+		JsQueueCacheReset();
+	oldcontext = MemoryContextSwitchTo(js_queue_cache_cxt);
+	e = &js_queue_cache[js_queue_cache_n];
+	e->len = VARSIZE_ANY_EXHDR(name);
+	e->name = palloc(e->len);
+	memcpy(e->name, VARDATA_ANY(name), e->len);
+	e->q = *q;
+	if (q->acl != NULL)
+		e->q.acl = DatumGetAclPCopy(PointerGetDatum(q->acl));
+	MemoryContextSwitchTo(oldcontext);
+	js_queue_cache_relid = relid;
+	js_queue_cache_n++;
+}
+
+/*
+ * The options of queue (text), as JsReadQueue reads them under the active
+ * snapshot, from the cache when it has them: false when there is no such
+ * queue.  q->acl is allocated in the current memory context.
+ */
+bool
+JsReadQueueCached(Datum queue, Interval *asked, JsQueueOptions *q)
+{
+	text	   *name = DatumGetTextPP(queue);
+	int			len = VARSIZE_ANY_EXHDR(name);
+	bool		cacheable = !IsolationUsesXactSnapshot();
+	uint64		resets;
+	Relation	queuerel;
+	Relation	pkey;
+	bool		found;
+	int			i;
+
+	JsTablesCallbacks();
+
+	/* a change committed since this transaction's last lock is seen now */
+	AcceptInvalidationMessages();
+	for (i = 0; cacheable && i < js_queue_cache_n; i++)
+	{
+		JsCachedQueue *e = &js_queue_cache[i];
+
+		if (e->len == len && memcmp(e->name, VARDATA_ANY(name), len) == 0)
+		{
+			*q = e->q;
+			if (e->q.acl != NULL)
+				q->acl = DatumGetAclPCopy(PointerGetDatum(e->q.acl));
+			if (asked != NULL)
+				JsQueueLease(q, NULL, asked);
+			return true;
+		}
+	}
+
+	resets = js_queue_cache_resets;
+	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
+	pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
+	found = JsReadQueue(queuerel, pkey, queue, NULL, q);
+	if (found && cacheable && resets == js_queue_cache_resets)
+		JsQueueCacheStore(RelationGetRelid(queuerel), name, q);
+	index_close(pkey, NoLock);
+	table_close(queuerel, NoLock);
+	if (found && asked != NULL)
+		JsQueueLease(q, NULL, asked);
 	return found;
 }
 

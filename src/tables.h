@@ -109,6 +109,7 @@ extern const JsEventColumns *JsEventColumnsFor(Relation rel);
 extern int	JsColumnNumber(Relation rel, const char *name);
 
 extern Oid	JsOwnRelid(const char *name);
+extern Oid	JsOwnRelidIfAny(const char *name);
 extern Oid	JsOwnRelOwner(const char *name);
 extern bool JsQueueHasAcl(void);
 extern bool JsSchemaHasWaiting(void);
@@ -118,6 +119,7 @@ typedef struct JsQueueOptions
 {
 	int32		id;
 	Interval	lease;			/* what a claim gives: asked or the queue's, capped */
+	Interval	max_lease;		/* the cap */
 	bool		has_max_attempts;
 	int32		max_attempts;
 	bool		paused;
@@ -135,8 +137,7 @@ typedef struct JsQueueOptions
 	Acl		   *acl;			/* the queue's privileges; NULL: open (acl.c) */
 } JsQueueOptions;
 
-extern bool JsReadQueue(Relation queuerel, Relation pkey, Datum queue,
-						Interval *asked, JsQueueOptions *q);
+extern bool JsReadQueueCached(Datum queue, Interval *asked, JsQueueOptions *q);
 extern bool JsReadQueueLatest(Datum queue, JsQueueOptions *q);
 
 extern bool JsReadResourceLimits(const char *name, int32 *limit, double *rate);

@@ -72,13 +72,28 @@
 #include "token.h"
 #include "lease_floor.h"
 
-/* one step of taking jobs: the writer and its slots */
+/*
+ * One step of taking jobs: the writer and its slots.  A walk of the ready
+ * index opens the writer at its first visible entry (JsTakeStepOpen), so
+ * a claim of an empty queue opens no executor state and none of the job
+ * table's indexes.
+ */
 typedef struct JsTakeStep
 {
+	bool		open;			/* the writer and the slots exist */
 	JsRowWriter w;
 	TupleTableSlot *locked;		/* the job as locked */
 	TupleTableSlot *newslot;	/* its new version */
 } JsTakeStep;
+
+static void
+JsTakeStepOpen(JsTake *t, JsTakeStep *step)
+{
+	if (step->open)
+		return;
+	JsRowWriterOpenUpdate(&step->w, t->job, &step->locked, &step->newslot);
+	step->open = true;
+}
 
 /* a scan of the ready index */
 typedef struct JsReadyScan
@@ -98,8 +113,6 @@ JsTakeOpen(JsTake *t)
 	t->job = table_open(JsOwnRelid("job"), RowExclusiveLock);
 	t->ready = index_open(JsOwnRelid("job_ready"), RowExclusiveLock);
 	t->lease = index_open(JsOwnRelid("job_lease"), RowExclusiveLock);
-	t->queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
-	t->queue_pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
 	t->pkey = NULL;
 	t->cols = JsJobColumnsFor(t->job);
 	t->scanslot = table_slot_create(t->job, NULL);
@@ -111,16 +124,15 @@ JsTakeClose(JsTake *t)
 	ExecDropSingleTupleTableSlot(t->scanslot);
 	if (t->pkey != NULL)
 		index_close(t->pkey, NoLock);
-	index_close(t->queue_pkey, NoLock);
-	table_close(t->queuerel, NoLock);
 	index_close(t->lease, NoLock);
 	index_close(t->ready, NoLock);
 	table_close(t->job, NoLock);
 }
 
 /*
- * The queue's row: false when there is none.  Read like a statement:
- * after a command-counter step, under a fresh snapshot.
+ * The queue's options (JsReadQueueCached): false when there is no such
+ * queue.  Read like a statement: after a command-counter step, under a
+ * fresh snapshot.
  */
 bool
 JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q)
@@ -129,7 +141,7 @@ JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q)
 
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	found = JsReadQueue(t->queuerel, t->queue_pkey, queue, asked, q);
+	found = JsReadQueueCached(queue, asked, q);
 	PopActiveSnapshot();
 	return found;
 }
@@ -189,13 +201,18 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
 		  bool (*may_start) (void *arg), void *arg, JsTaken *out)
 {
 	const JsJobColumns *cols = t->cols;
-	JsRowWriter *w = &step->w;
-	TupleTableSlot *locked = step->locked;
-	TupleTableSlot *newslot = step->newslot;
+	JsRowWriter *w;
+	TupleTableSlot *locked;
+	TupleTableSlot *newslot;
 	ItemPointerData tid = t->scanslot->tts_tid;
 	bool		isnull;
 	const char *why;
 	int			kind;
+
+	JsTakeStepOpen(t, step);
+	w = &step->w;
+	locked = step->locked;
+	newslot = step->newslot;
 
 	/* SKIP LOCKED: a job another claimer holds is passed over */
 	switch (JsLockRowFor(w, &tid, locked, LockWaitSkip))
@@ -416,7 +433,10 @@ JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due,
 	int			taken = 0;
 	int			i;
 
-	JsRowWriterBeginUpdate(&step.w, t->job, &step.locked, &step.newslot);
+	/* as JsRowWriterBeginUpdate, with the writer opened when needed */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	step.open = false;
 	nscans = JsReadyScans(t, args, scans);
 	if (run != NULL)
 		run->have = false;
@@ -432,7 +452,9 @@ JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due,
 
 	*expiry_due = JsLeaseExpiryDue(t, args->queue, args->now);
 
-	JsRowWriterEndUpdate(&step.w, step.locked);
+	if (step.open)
+		JsRowWriterCloseUpdate(&step.w, step.locked);
+	PopActiveSnapshot();
 	return taken;
 }
 
@@ -501,6 +523,7 @@ JsTakeJob(JsTake *t, const JsTakeArgs *args, const JsCandidate *cand,
 	if (t->pkey == NULL)
 		t->pkey = index_open(JsOwnRelid("job_pkey"), AccessShareLock);
 	JsRowWriterBeginUpdate(&step.w, t->job, &step.locked, &step.newslot);
+	step.open = true;
 	if (JsFindJob(t->job, t->pkey, args->queue, Int64GetDatum(cand->key.id),
 				  t->scanslot))
 		result = JsTakeOne(t, args, &step, cand, slots, may_start, arg, out);

@@ -25,8 +25,6 @@ typedef struct JsTake
 	Relation	job;
 	Relation	ready;			/* job_ready */
 	Relation	lease;			/* job_lease */
-	Relation	queuerel;
-	Relation	queue_pkey;
 	Relation	pkey;			/* job_pkey, opened by JsTakeJob when needed */
 	const JsJobColumns *cols;
 	TupleTableSlot *scanslot;

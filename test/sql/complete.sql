@@ -155,8 +155,9 @@ SELECT status, reason, error_class, last_error, retries, throttles, generation,
 -- and the token is spent
 SELECT job_state.fail(:'lf', 'transient');
 
--- a retry needs the queue's policy: with the queue row deleted (raw SQL,
--- restore mode) a transient fail is JS008; a permanent one needs no policy
+-- with the queue row deleted (raw SQL, restore mode) its tokens name a
+-- queue that is gone: fail is JS008 whatever the class, in this backend
+-- (whose caches knew the queue) as in a new one
 SELECT job_state.create_queue('gone');
 SELECT count(*) FROM (SELECT job_state.submit('gone', jsonb_build_object('n', i)) FROM generate_series(1, 2) i) s;
 SELECT token AS g1 FROM job_state.claim('gone', 'w') \gset
