@@ -545,12 +545,10 @@ JsQueueColumnsFor(Relation rel)
 	return &js_queue_cols;
 }
 
-/* the lease a claim gives: LEAST(COALESCE(asked, lease), max_lease) */
+/* the lease a claim gives: LEAST(lease, max_lease) */
 static void
-JsQueueLease(JsQueueOptions *q, Interval *lease, Interval *asked)
+JsQueueLease(JsQueueOptions *q, Interval *lease)
 {
-	if (asked != NULL)
-		lease = asked;
 	q->lease = *DatumGetIntervalP(DirectFunctionCall2(interval_smaller,
 													  IntervalPGetDatum(lease),
 													  IntervalPGetDatum(&q->max_lease)));
@@ -562,8 +560,7 @@ JsQueueLease(JsQueueOptions *q, Interval *lease, Interval *asked)
  * current memory context.
  */
 static bool
-JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
-			JsQueueOptions *q)
+JsReadQueue(Relation queuerel, Relation pkey, Datum queue, JsQueueOptions *q)
 {
 	ScanKeyData key;
 	IndexScanDesc scan;
@@ -587,7 +584,7 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
 		q->id = DatumGetInt32(slot_getattr(slot, qc->id, &isnull));
 		lease = DatumGetIntervalP(slot_getattr(slot, qc->lease, &isnull));
 		q->max_lease = *DatumGetIntervalP(slot_getattr(slot, qc->max_lease, &isnull));
-		JsQueueLease(q, lease, asked);
+		JsQueueLease(q, lease);
 		q->max_attempts = DatumGetInt32(slot_getattr(slot, qc->max_attempts, &isnull));
 		q->has_max_attempts = !isnull;
 		q->paused = DatumGetBool(slot_getattr(slot, qc->paused, &isnull));
@@ -618,7 +615,7 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, Interval *asked,
 	return found;
 }
 
-/* keep q (read with asked NULL) as the options of the queue name */
+/* keep q as the options of the queue name */
 static void
 JsQueueCacheStore(Oid relid, text *name, const JsQueueOptions *q)
 {
@@ -643,7 +640,8 @@ JsQueueCacheStore(Oid relid, text *name, const JsQueueOptions *q)
 /*
  * The options of queue (text), as JsReadQueue reads them under the active
  * snapshot, from the cache when it has them: false when there is no such
- * queue.  q->acl is allocated in the current memory context.
+ * queue.  A lease a claim asks for replaces the queue's, capped as it is.
+ * q->acl is allocated in the current memory context.
  */
 bool
 JsReadQueueCached(Datum queue, Interval *asked, JsQueueOptions *q)
@@ -651,9 +649,6 @@ JsReadQueueCached(Datum queue, Interval *asked, JsQueueOptions *q)
 	text	   *name = DatumGetTextPP(queue);
 	int			len = VARSIZE_ANY_EXHDR(name);
 	bool		cacheable = !IsolationUsesXactSnapshot();
-	uint64		resets;
-	Relation	queuerel;
-	Relation	pkey;
 	bool		found;
 	int			i;
 
@@ -661,7 +656,8 @@ JsReadQueueCached(Datum queue, Interval *asked, JsQueueOptions *q)
 
 	/* a change committed since this transaction's last lock is seen now */
 	AcceptInvalidationMessages();
-	for (i = 0; cacheable && i < js_queue_cache_n; i++)
+	found = false;
+	for (i = 0; cacheable && i < js_queue_cache_n && !found; i++)
 	{
 		JsCachedQueue *e = &js_queue_cache[i];
 
@@ -670,22 +666,24 @@ JsReadQueueCached(Datum queue, Interval *asked, JsQueueOptions *q)
 			*q = e->q;
 			if (e->q.acl != NULL)
 				q->acl = DatumGetAclPCopy(PointerGetDatum(e->q.acl));
-			if (asked != NULL)
-				JsQueueLease(q, NULL, asked);
-			return true;
+			found = true;
 		}
 	}
 
-	resets = js_queue_cache_resets;
-	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
-	pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
-	found = JsReadQueue(queuerel, pkey, queue, NULL, q);
-	if (found && cacheable && resets == js_queue_cache_resets)
-		JsQueueCacheStore(RelationGetRelid(queuerel), name, q);
-	index_close(pkey, NoLock);
-	table_close(queuerel, NoLock);
+	if (!found)
+	{
+		uint64		resets = js_queue_cache_resets;
+		Relation	queuerel = table_open(JsOwnRelid("queue"), AccessShareLock);
+		Relation	pkey = index_open(JsOwnRelid("queue_pkey"), AccessShareLock);
+
+		found = JsReadQueue(queuerel, pkey, queue, q);
+		if (found && cacheable && resets == js_queue_cache_resets)
+			JsQueueCacheStore(RelationGetRelid(queuerel), name, q);
+		index_close(pkey, NoLock);
+		table_close(queuerel, NoLock);
+	}
 	if (found && asked != NULL)
-		JsQueueLease(q, NULL, asked);
+		JsQueueLease(q, asked);
 	return found;
 }
 
@@ -701,7 +699,7 @@ JsReadQueueLatest(Datum queue, JsQueueOptions *q)
 	bool		found;
 
 	PushActiveSnapshot(GetLatestSnapshot());
-	found = JsReadQueue(queuerel, pkey, queue, NULL, q);
+	found = JsReadQueue(queuerel, pkey, queue, q);
 	PopActiveSnapshot();
 	index_close(pkey, AccessShareLock);
 	table_close(queuerel, AccessShareLock);
