@@ -154,7 +154,7 @@ JsRowWriterBegin(JsRowWriter *w, Relation rel, bool speculative)
 	w->estate->es_output_cid = GetCurrentCommandId(true);
 	if (ActiveSnapshotSet())
 		w->estate->es_snapshot = GetActiveSnapshot();
-	ExecOpenIndices(w->rri, speculative);
+	JsOpenIndices(w->rri, speculative);
 	w->epqstate = JsAllocWithRoom(w->estate->es_query_cxt, sizeof(EPQState));
 #if PG_VERSION_NUM >= 160000
 	EvalPlanQualInit(w->epqstate, w->estate, NULL, NIL, -1, NIL);
@@ -468,7 +468,14 @@ JsLockJob(JsRowWriter *w, Relation pkey, Datum queue, Datum id,
  * Column defaults, as an INSERT that names only some columns applies them.
  * The default expressions of one relation are read from the catalog and
  * planned once per backend, in their own context, and dropped when the
- * relation's cache entry is invalidated (ALTER TABLE, DROP EXTENSION).
+ * relation's cache entry is invalidated (ALTER TABLE, DROP EXTENSION): the
+ * invalidation only marks them, the next JsDefaultsFor builds them anew and
+ * retires the old context to the end of the transaction (JsRetireContext),
+ * as a writer whose default nested another write may still read it.  A
+ * default that calls only built-in functions (nextval, clock_timestamp)
+ * has its expression state kept there too: no procedural language runs
+ * while it is evaluated, so no write nested in ours evaluates it at the
+ * same time (see rowindex.c).  Any other default gets a state per writer.
  */
 typedef struct JsDefaults
 {
@@ -476,6 +483,8 @@ typedef struct JsDefaults
 	uint64		generation;		/* counts the rebuilds */
 	int			natts;
 	Expr	  **exprs;			/* per column; NULL: the default is NULL */
+	bool	   *kept;			/* per column: its state is kept in states */
+	ExprState **states;			/* per kept column, built on first use */
 	MemoryContext context;
 } JsDefaults;
 
@@ -489,7 +498,7 @@ JsDefaultsInvalidate(Datum arg, Oid relid)
 		js_defaults.relid = InvalidOid;
 }
 
-static const JsDefaults *
+static JsDefaults *
 JsDefaultsFor(Relation rel)
 {
 	MemoryContext oldcontext;
@@ -503,16 +512,18 @@ JsDefaultsFor(Relation rel)
 		CacheRegisterRelcacheCallback(JsDefaultsInvalidate, (Datum) 0);
 		js_defaults_callback = true;
 	}
-	if (js_defaults.context == NULL)
-		js_defaults.context = AllocSetContextCreate(CacheMemoryContext,
-													"job_state column defaults",
-													ALLOCSET_SMALL_SIZES);
-	else
-		MemoryContextReset(js_defaults.context);
+	/* a writer's loop over the old defaults may still be running */
+	if (js_defaults.context != NULL)
+		JsRetireContext(js_defaults.context);
+	js_defaults.context = AllocSetContextCreate(CacheMemoryContext,
+												"job_state column defaults",
+												ALLOCSET_SMALL_SIZES);
 
 	oldcontext = MemoryContextSwitchTo(js_defaults.context);
 	js_defaults.natts = RelationGetNumberOfAttributes(rel);
 	js_defaults.exprs = palloc0(sizeof(Expr *) * js_defaults.natts);
+	js_defaults.kept = palloc0(sizeof(bool) * js_defaults.natts);
+	js_defaults.states = palloc0(sizeof(ExprState *) * js_defaults.natts);
 	for (i = 0; i < js_defaults.natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), i);
@@ -526,8 +537,10 @@ JsDefaultsFor(Relation rel)
 		if (att->attisdropped || att->attgenerated)
 			continue;
 		expr = build_column_default(rel, i + 1);
-		if (expr != NULL)
-			js_defaults.exprs[i] = expression_planner((Expr *) expr);
+		if (expr == NULL)
+			continue;
+		js_defaults.exprs[i] = expression_planner((Expr *) expr);
+		js_defaults.kept[i] = JsOnlyBuiltinFunctions((Node *) js_defaults.exprs[i]);
 	}
 	MemoryContextSwitchTo(oldcontext);
 	js_defaults.relid = RelationGetRelid(rel);
@@ -539,34 +552,51 @@ JsDefaultsFor(Relation rel)
  * Give every column of slot whose set[] entry is false its default (NULL
  * where it has none).  The caller has cleared the slot and set the other
  * columns; it then stores the virtual tuple.  A writer that inserts many
- * rows (submit_many) builds each default's expression state once, again
- * only when the cached defaults were rebuilt meanwhile.
+ * rows (submit_many) builds the expression state of each default that is
+ * not kept per backend once, again only when the cached defaults were
+ * rebuilt meanwhile.
  */
 void
 JsRowWriterDefaults(JsRowWriter *w, TupleTableSlot *slot, const bool *set)
 {
-	const JsDefaults *defaults = JsDefaultsFor(w->rri->ri_RelationDesc);
+	/* a copy: a write nested in a default may rebuild the cached ones */
+	JsDefaults	defaults = *JsDefaultsFor(w->rri->ri_RelationDesc);
 	ExprContext *econtext = GetPerTupleExprContext(w->estate);
 	MemoryContext oldcontext;
+	ExprState  *state;
 	int			i;
 
 	oldcontext = MemoryContextSwitchTo(w->estate->es_query_cxt);
-	if (w->defaults == NULL || w->defaults_generation != defaults->generation)
+	if (w->defaults == NULL || w->defaults_generation != defaults.generation)
 	{
-		w->defaults = palloc0(sizeof(ExprState *) * defaults->natts);
-		w->defaults_generation = defaults->generation;
+		w->defaults = palloc0(sizeof(ExprState *) * defaults.natts);
+		w->defaults_generation = defaults.generation;
 	}
-	for (i = 0; i < defaults->natts; i++)
+	for (i = 0; i < defaults.natts; i++)
 	{
 		if (set[i])
 			continue;
 		slot->tts_values[i] = (Datum) 0;
 		slot->tts_isnull[i] = true;
-		if (defaults->exprs[i] == NULL)
+		if (defaults.exprs[i] == NULL)
 			continue;
-		if (w->defaults[i] == NULL)
-			w->defaults[i] = ExecInitExpr(defaults->exprs[i], NULL);
-		slot->tts_values[i] = ExecEvalExprSwitchContext(w->defaults[i], econtext,
+		if (defaults.kept[i])
+		{
+			if (defaults.states[i] == NULL)
+			{
+				MemoryContextSwitchTo(defaults.context);
+				defaults.states[i] = ExecInitExpr(defaults.exprs[i], NULL);
+				MemoryContextSwitchTo(w->estate->es_query_cxt);
+			}
+			state = defaults.states[i];
+		}
+		else
+		{
+			if (w->defaults[i] == NULL)
+				w->defaults[i] = ExecInitExpr(defaults.exprs[i], NULL);
+			state = w->defaults[i];
+		}
+		slot->tts_values[i] = ExecEvalExprSwitchContext(state, econtext,
 														&slot->tts_isnull[i]);
 	}
 	MemoryContextSwitchTo(oldcontext);
