@@ -46,6 +46,7 @@
 
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/relcache.h"
@@ -157,6 +158,9 @@ extern bool JsIntervalPositive(const Interval *span);
 extern int64 JsIntervalMicroseconds(const Interval *span);
 extern void JsCheckNotNegative(const char *what, const Interval *span);
 extern char *JsEnumLabel(Datum value);
+
+/* util.c: a transaction callback's event that ends the transaction */
+extern bool JsXactEnded(XactEvent event);
 
 /* the most jobs one claim returns, and tokens one succeed_many takes */
 #define JS_MAX_BATCH 10000

@@ -126,23 +126,12 @@ JsRetiredXactCallback(XactEvent event, void *arg)
 {
 	ListCell   *lc;
 
-	if (js_retired == NIL)
+	if (js_retired == NIL || !JsXactEnded(event))
 		return;
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			foreach(lc, js_retired)
-				MemoryContextDelete((MemoryContext) lfirst(lc));
-			list_free(js_retired);
-			js_retired = NIL;
-			break;
-		default:
-			break;
-	}
+	foreach(lc, js_retired)
+		MemoryContextDelete((MemoryContext) lfirst(lc));
+	list_free(js_retired);
+	js_retired = NIL;
 }
 
 /*

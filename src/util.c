@@ -3,7 +3,8 @@
  * util.c
  *	  Primitives of the SQL-callable functions that know nothing of jobs:
  *	  name and key lengths, NULL arguments, interval signs and bounds, enum
- *	  labels, set-returning output and overflow-checked counters.
+ *	  labels, set-returning output, overflow-checked counters and the end of
+ *	  a top-level transaction.
  *
  * Every check raises 22023 (invalid_parameter_value), 22004 (null) or
  * 22003 (out of range) with the value given.  No SPI, no locks.
@@ -192,4 +193,24 @@ char *
 JsEnumLabel(Datum value)
 {
 	return DatumGetCString(DirectFunctionCall1(enum_out, value));
+}
+
+/*
+ * Does event end the top-level transaction in this backend (committed,
+ * aborted or prepared), so that nothing of it can run any more?
+ */
+bool
+JsXactEnded(XactEvent event)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			return true;
+		default:
+			return false;
+	}
 }

@@ -233,20 +233,12 @@ JsWaiterXactCallback(XactEvent event, void *arg)
 		if (xact_done != NIL && done_ring != NULL)
 			JsWaiterHandOver();
 	}
-	switch (event)
+	if (JsXactEnded(event))
 	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			memset(pending, 0, sizeof(pending));
-			pending_any = false;
-			/* the memory goes with TopTransactionContext */
-			xact_done = NIL;
-			break;
-		default:
-			break;
+		memset(pending, 0, sizeof(pending));
+		pending_any = false;
+		/* the memory goes with TopTransactionContext */
+		xact_done = NIL;
 	}
 }
 
