@@ -79,8 +79,8 @@ src/token.o: src/job_state.h src/errcodes.h src/tables.h src/token.h src/acl.h s
 src/fsm.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h src/frontier.h
 src/job_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h src/frontier.h src/waiter.h
 src/event.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/frontier.h
-src/rowwrite.o: src/job_state.h src/errcodes.h src/rowwrite.h
-src/rowindex.o: src/job_state.h src/rowwrite.h
+src/rowwrite.o: src/job_state.h src/errcodes.h src/rowwrite.h src/rowindex.h
+src/rowindex.o: src/job_state.h src/errcodes.h src/rowindex.h
 src/submit.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h src/bgworker.h src/frontier.h
 src/claim.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/take.h src/claim_mark.h src/frontier.h src/token.h src/acl.h
 src/claim_mark.o: src/job_state.h src/errcodes.h src/claim_mark.h src/frontier.h

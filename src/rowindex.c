@@ -57,7 +57,7 @@
 #include "utils/rel.h"
 
 #include "job_state.h"
-#include "rowwrite.h"
+#include "rowindex.h"
 
 typedef struct JsIndexEntry
 {

@@ -53,6 +53,7 @@
 #include "utils/snapmgr.h"
 
 #include "job_state.h"
+#include "rowindex.h"
 #include "rowwrite.h"
 
 /*

@@ -63,11 +63,6 @@ typedef struct JsRowWriter
 
 extern void JsRowWriterBegin(JsRowWriter *w, Relation rel, bool speculative);
 
-/* rowindex.c: a writer's indexes, their IndexInfo kept per backend */
-extern void JsOpenIndices(ResultRelInfo *rri, bool speculative);
-extern bool JsOnlyBuiltinFunctions(Node *node);
-extern void JsRetireContext(MemoryContext context);
-
 extern void JsRowWriterCopy(TupleTableSlot *newslot, TupleTableSlot *locked);
 extern TupleTableSlot *JsRowWriterSlot(JsRowWriter *w, const TupleTableSlotOps *ops);
 extern void JsRowWriterEnd(JsRowWriter *w);
