@@ -10,7 +10,7 @@
 \getenv abs_srcdir PG_ABS_SRCDIR
 \i :abs_srcdir/sql/include/fresh_extension.sql
 \set VERBOSITY default
-CREATE EXTENSION IF NOT EXISTS amcheck;
+CREATE EXTENSION IF NOT EXISTS amcheck SCHEMA public;
 SELECT job_state.create_queue('ii', retry_interval => '1 h', jitter => 'none');
 
 CREATE FUNCTION public.ii_queue_is_ii(q text) RETURNS boolean
@@ -21,7 +21,7 @@ CREATE INDEX job_ii_expr ON job_state.job (lower(queue), (priority + 1))
 CREATE INDEX job_ii_hash ON job_state.job USING hash (id);
 CREATE INDEX job_ii_brin ON job_state.job USING brin (id);
 ALTER TABLE job_state.job ADD CONSTRAINT job_ii_excl
-	EXCLUDE USING btree (queue WITH =, id WITH =);
+	EXCLUDE USING btree (queue WITH OPERATOR(pg_catalog.=), id WITH OPERATOR(pg_catalog.=));
 
 -- 20 submits with keys (the unique key index's speculative insert), 10
 -- claims, 6 successes, 2 failures; a key submitted again finds its job
