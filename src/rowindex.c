@@ -62,7 +62,8 @@
 typedef struct JsIndexEntry
 {
 	Oid			indexoid;		/* hash key */
-	bool		stale;			/* invalidated since it was built */
+	uint32		invals;			/* invalidations seen, counted from 1 */
+	uint32		built;			/* invals when the entry was last built */
 	bool		cacheable;		/* false: built per writer (see header) */
 	IndexInfo  *plain;			/* NULL until built */
 	IndexInfo  *speculative;	/* with BuildSpeculativeIndexInfo */
@@ -112,12 +113,12 @@ JsIndexCacheInvalidate(Datum arg, Oid relid)
 	{
 		entry = hash_search(js_index_cache, &relid, HASH_FIND, NULL);
 		if (entry != NULL)
-			entry->stale = true;
+			entry->invals++;
 		return;
 	}
 	hash_seq_init(&status, js_index_cache);
 	while ((entry = hash_seq_search(&status)) != NULL)
-		entry->stale = true;
+		entry->invals++;
 }
 
 /* no writer outlives its transaction: free what stale caches held */
@@ -189,11 +190,14 @@ JsIndexInfoCompile(IndexInfo *ii)
  * catalog reads of BuildIndexInfo may take locks and so deliver an
  * invalidation of this very index: it then stays stale, is used by this
  * writer (as ExecOpenIndices would use what it built) and rebuilt by the
- * next.
+ * next.  Until the build has ended the entry is not cacheable and stays
+ * stale, so one that an error interrupted is built again by the next
+ * writer and never handed out half made.
  */
 static void
 JsIndexEntryBuild(JsIndexEntry *entry, Relation index)
 {
+	uint32		invals = entry->invals;
 	MemoryContext oldcontext;
 	IndexInfo  *ii;
 
@@ -202,11 +206,12 @@ JsIndexEntryBuild(JsIndexEntry *entry, Relation index)
 	entry->context = NULL;
 	entry->plain = NULL;
 	entry->speculative = NULL;
-	entry->stale = false;
-	entry->cacheable = index->rd_rel->relam == BTREE_AM_OID &&
-		!index->rd_index->indisexclusion;
-	if (!entry->cacheable)
+	entry->cacheable = false;
+	if (index->rd_rel->relam != BTREE_AM_OID || index->rd_index->indisexclusion)
+	{
+		entry->built = invals;
 		return;
+	}
 
 	entry->context = AllocSetContextCreate(CacheMemoryContext,
 										   "job_state index info",
@@ -215,10 +220,8 @@ JsIndexEntryBuild(JsIndexEntry *entry, Relation index)
 									  RelationGetRelationName(index));
 	oldcontext = MemoryContextSwitchTo(entry->context);
 	ii = BuildIndexInfo(index);
-	if (!JsOnlyBuiltinFunctions((Node *) ii->ii_Predicate) ||
-		!JsOnlyBuiltinFunctions((Node *) ii->ii_Expressions))
-		entry->cacheable = false;
-	else
+	if (JsOnlyBuiltinFunctions((Node *) ii->ii_Predicate) &&
+		JsOnlyBuiltinFunctions((Node *) ii->ii_Expressions))
 	{
 		JsIndexInfoCompile(ii);
 		entry->plain = ii;
@@ -228,8 +231,10 @@ JsIndexEntryBuild(JsIndexEntry *entry, Relation index)
 			BuildSpeculativeIndexInfo(index, entry->speculative);
 			JsIndexInfoCompile(entry->speculative);
 		}
+		entry->cacheable = true;
 	}
 	MemoryContextSwitchTo(oldcontext);
+	entry->built = invals;
 }
 
 /* the IndexInfo a writer of index uses, kept or its own */
@@ -247,9 +252,11 @@ JsIndexInfoFor(Relation index, bool speculative)
 		entry->context = NULL;
 		entry->plain = NULL;
 		entry->speculative = NULL;
-		entry->stale = true;
+		entry->cacheable = false;
+		entry->invals = 1;
+		entry->built = 0;
 	}
-	if (entry->stale)
+	if (entry->built != entry->invals)
 		JsIndexEntryBuild(entry, index);
 	if (!entry->cacheable)
 	{
