@@ -65,9 +65,8 @@ typedef struct JsIndexEntry
 	uint32		invals;			/* invalidations seen, counted from 1 */
 	uint32		built;			/* invals when the entry was last built */
 	bool		cacheable;		/* false: built per writer (see header) */
-	IndexInfo  *plain;			/* NULL until built */
-	IndexInfo  *speculative;	/* with BuildSpeculativeIndexInfo */
-	MemoryContext context;		/* holds both; NULL until built */
+	IndexInfo  *info;			/* NULL until built */
+	MemoryContext context;		/* holds info; NULL until built */
 } JsIndexEntry;
 
 static HTAB *js_index_cache = NULL;
@@ -204,8 +203,7 @@ JsIndexEntryBuild(JsIndexEntry *entry, Relation index)
 	if (entry->context != NULL)
 		JsRetireContext(entry->context);
 	entry->context = NULL;
-	entry->plain = NULL;
-	entry->speculative = NULL;
+	entry->info = NULL;
 	entry->cacheable = false;
 	if (index->rd_rel->relam != BTREE_AM_OID || index->rd_index->indisexclusion)
 	{
@@ -223,14 +221,15 @@ JsIndexEntryBuild(JsIndexEntry *entry, Relation index)
 	if (JsOnlyBuiltinFunctions((Node *) ii->ii_Predicate) &&
 		JsOnlyBuiltinFunctions((Node *) ii->ii_Expressions))
 	{
-		JsIndexInfoCompile(ii);
-		entry->plain = ii;
+		/*
+		 * ExecOpenIndices adds these for a speculative insert only; only
+		 * such an insert's ExecCheckIndexConstraints reads them, so one
+		 * IndexInfo serves writers of both kinds.
+		 */
 		if (ii->ii_Unique)
-		{
-			entry->speculative = BuildIndexInfo(index);
-			BuildSpeculativeIndexInfo(index, entry->speculative);
-			JsIndexInfoCompile(entry->speculative);
-		}
+			BuildSpeculativeIndexInfo(index, ii);
+		JsIndexInfoCompile(ii);
+		entry->info = ii;
 		entry->cacheable = true;
 	}
 	MemoryContextSwitchTo(oldcontext);
@@ -250,8 +249,7 @@ JsIndexInfoFor(Relation index, bool speculative)
 	if (!found)
 	{
 		entry->context = NULL;
-		entry->plain = NULL;
-		entry->speculative = NULL;
+		entry->info = NULL;
 		entry->cacheable = false;
 		entry->invals = 1;
 		entry->built = 0;
@@ -265,8 +263,7 @@ JsIndexInfoFor(Relation index, bool speculative)
 			BuildSpeculativeIndexInfo(index, ii);
 		return ii;
 	}
-	ii = speculative && entry->speculative != NULL ?
-		entry->speculative : entry->plain;
+	ii = entry->info;
 	ii->ii_CheckedUnchanged = false;
 	ii->ii_IndexUnchanged = false;
 	return ii;

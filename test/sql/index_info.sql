@@ -48,14 +48,6 @@ SELECT c.relname, public.bt_index_check(c.oid, true)::text AS checked
  WHERE i.indrelid = 'job_state.job'::regclass AND a.amname = 'btree'
  ORDER BY 1;
 SELECT * FROM ii_btree_check;
--- the user function's partial index and the expression index, read
-SET enable_seqscan = off;
-SET enable_bitmapscan = off;
-SELECT count(*) AS in_user_index FROM job_state.job WHERE public.ii_queue_is_ii(queue) AND id > 0;
-SELECT count(*) AS in_expr_index FROM job_state.job
- WHERE lower(queue) = 'ii' AND priority + 1 = 1 AND status IN ('accepted', 'running');
-RESET enable_seqscan;
-RESET enable_bitmapscan;
 
 -- a REINDEX and a dropped index in this backend: the next writes use the
 -- indexes as they are now
