@@ -167,6 +167,19 @@ JsRowWriterBegin(JsRowWriter *w, Relation rel, bool speculative)
 }
 
 /*
+ * Begin reading like a statement of the caller's transaction: after a
+ * command-counter step, so that its own earlier writes are seen, under a
+ * fresh snapshot (a new one in READ COMMITTED, the transaction's own in
+ * REPEATABLE READ), pushed as the active one.  PopActiveSnapshot ends it.
+ */
+void
+JsStatementBegin(void)
+{
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+/*
  * Begin writing like an UPDATE statement of rows the caller locks: after a
  * command-counter step, under a new snapshot (see our own earlier writes),
  * with *locked for a row as locked and *newslot for its new version.
@@ -176,8 +189,7 @@ void
 JsRowWriterBeginUpdate(JsRowWriter *w, Relation rel, TupleTableSlot **locked,
 					   TupleTableSlot **newslot)
 {
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	JsStatementBegin();
 	JsRowWriterOpenUpdate(w, rel, locked, newslot);
 }
 

@@ -61,6 +61,7 @@ typedef struct JsRowWriter
 	index_beginscan((heap), (index), (snapshot), (nkeys), 0)
 #endif
 
+extern void JsStatementBegin(void);
 extern void JsRowWriterBegin(JsRowWriter *w, Relation rel, bool speculative);
 
 extern void JsRowWriterCopy(TupleTableSlot *newslot, TupleTableSlot *locked);

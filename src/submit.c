@@ -171,8 +171,7 @@ JsSubmitBegin(JsSubmitter *s, Datum queue, bool any_key)
 	s->queue = queue;
 	s->queue_name = TextDatumGetCString(queue);
 
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	JsStatementBegin();
 	if (!JsReadQueueCached(queue, NULL, &s->q))
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),

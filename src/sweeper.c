@@ -52,6 +52,7 @@
 #include "cron.h"
 #include "bgworker.h"
 #include "take.h"
+#include "rowwrite.h"
 
 PG_FUNCTION_INFO_V1(js_sweep);
 
@@ -186,8 +187,7 @@ JsSweeperExpireLeases(void)
 		names[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
 
 	JsTakeOpen(&t);
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	JsStatementBegin();
 	for (i = 0; i < nqueues; i++)
 	{
 		due[i] = JsLeaseExpiryDue(&t, CStringGetTextDatum(names[i]), GetCurrentTimestamp());

@@ -722,8 +722,7 @@ JsReadResourceLimits(const char *name, int32 *limit, double *rate)
 	IndexScanDesc scan;
 	bool		found;
 
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	JsStatementBegin();
 	JsScanKey(&key, pkey, 1, BTEqualStrategyNumber, F_TEXTEQ,
 			  CStringGetTextDatum(name));
 	scan = JsIndexBeginScan(rel, pkey, GetActiveSnapshot(), 1);

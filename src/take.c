@@ -139,8 +139,7 @@ JsTakeReadQueue(JsTake *t, Datum queue, Interval *asked, JsQueueOptions *q)
 {
 	bool		found;
 
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	JsStatementBegin();
 	found = JsReadQueueCached(queue, asked, q);
 	PopActiveSnapshot();
 	return found;
@@ -434,8 +433,7 @@ JsTakeReady(JsTake *t, const JsTakeArgs *args, JsTaken *out, bool *expiry_due,
 	int			i;
 
 	/* as JsRowWriterBeginUpdate, with the writer opened when needed */
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	JsStatementBegin();
 	step.open = false;
 	nscans = JsReadyScans(t, args, scans);
 	if (run != NULL)
@@ -475,8 +473,7 @@ JsReadCandidates(JsTake *t, const JsTakeArgs *args, JsCandidate *out)
 	int			n = 0;
 	int			i;
 
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	JsStatementBegin();
 	nscans = JsReadyScans(t, args, scans);
 	for (i = 0; i < nscans && n < args->asked; i++)
 	{
@@ -680,10 +677,7 @@ JsClaimReady(JsTake *t, const char *queue, Datum queue_datum, Datum worker,
 		if (r.shared)
 		{
 			args.mark = r.have ? &r.key : NULL;
-			CommandCounterIncrement();
-			PushActiveSnapshot(GetTransactionSnapshot());
 			n = JsTakeReady(t, &args, taken, &expiry_due, &run);
-			PopActiveSnapshot();
 			if (run.have)
 			{
 				r.have = r.moved = true;
