@@ -27,16 +27,28 @@
 /*
  * Prepare fcinfo for returning rows through a tuplestore (what
  * InitMaterializedSRF does from PostgreSQL 15 on).
+ *
+ * The rows take the descriptor the executor expects when it passes one (a
+ * function in FROM or in a select list always gets one: it is the
+ * function's own result type, which the executor built when the plan
+ * started).  Only without it is the result type built again from the
+ * function's pg_proc row, as get_call_result_type does for every call: for
+ * a RETURNS TABLE function that is a syscache lookup and a descriptor built
+ * from its argument arrays, each time.
  */
 void
 JsInitMaterialized(FunctionCallInfo fcinfo)
 {
-#if PG_VERSION_NUM >= 150001
-	InitMaterializedSRF(fcinfo, 0);
-#elif PG_VERSION_NUM >= 150000
-	SetSingleFuncCall(fcinfo, 0);	/* its name in 15.0 */
-#else
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		expected = rsinfo != NULL && IsA(rsinfo, ReturnSetInfo) &&
+		rsinfo->expectedDesc != NULL;
+
+#if PG_VERSION_NUM >= 150001
+	InitMaterializedSRF(fcinfo, expected ? MAT_SRF_USE_EXPECTED_DESC : 0);
+#elif PG_VERSION_NUM >= 150000
+	/* its name in 15.0 */
+	SetSingleFuncCall(fcinfo, expected ? SRF_SINGLE_USE_EXPECTED : 0);
+#else
 	MemoryContext oldcontext;
 	TupleDesc	tupdesc;
 
@@ -47,7 +59,9 @@ JsInitMaterialized(FunctionCallInfo fcinfo)
 				 errmsg("set-valued function called in context that cannot accept a set")));
 
 	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+	if (expected)
+		tupdesc = rsinfo->expectedDesc;
+	else if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	rsinfo->returnMode = SFRM_Materialize;
 	rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
