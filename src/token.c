@@ -20,6 +20,8 @@
  * secret table (rotate_secret, raw SQL, DROP EXTENSION) sends a relcache
  * invalidation of it at commit (its statement trigger, js_secret_trigger),
  * which empties the cache of every backend before its next transaction.
+ * With the keys the cache keeps the MACs of the tokens it last signed or
+ * verified with the newest one (js_mac_memo), emptied with them.
  *
  *-------------------------------------------------------------------------
  */
@@ -78,6 +80,31 @@ static Oid	js_queue_relid = InvalidOid;
 static HTAB *js_queue_names = NULL;
 static bool js_callback_registered = false;
 
+/*
+ * The MACs under the newest key of the tokens this backend minted or
+ * last verified, by token fields: a worker that claims a job and then acts
+ * on it through the same session presents a token minted here, and its
+ * MAC is compared with the one kept instead of being computed again (an
+ * HMAC-SHA-256 through OpenSSL 3 costs about as much as a claim's index
+ * inserts).  A kept MAC is exactly
+ * what JsComputeMac(0, ...) returns for those fields, so comparing with it
+ * is comparing with a fresh computation; a token that does not match goes
+ * the full way through every key.  Direct-mapped by job id; emptied
+ * whenever the keys are (JsCacheReset), so no MAC outlives its key.
+ */
+#define JS_MAC_MEMO_SIZE	64	/* a power of 2 */
+
+typedef struct JsMacMemo
+{
+	int64		job_id;
+	int32		generation;
+	int32		queue_id;
+	bool		valid;
+	uint8		mac[JS_TOKEN_MAC_LEN];
+} JsMacMemo;
+
+static JsMacMemo js_mac_memo[JS_MAC_MEMO_SIZE];
+
 static JsPlan secret_plan = {
 	"SELECT key, 'job_state.secret'::pg_catalog.regclass::pg_catalog.oid"
 	"  FROM job_state.secret ORDER BY created_at DESC"
@@ -119,6 +146,7 @@ JsCacheReset(void)
 	if (JsCacheContext != NULL)
 		MemoryContextReset(JsCacheContext);
 	js_nsecrets = 0;
+	memset(js_mac_memo, 0, sizeof(js_mac_memo));
 	js_secret_relid = InvalidOid;
 	js_queue_relid = InvalidOid;
 	js_queue_names = NULL;
@@ -231,6 +259,42 @@ JsComputeMac(int keyno, int64 job_id, int32 generation, int32 queue_id,
 	pfree(key);
 }
 
+static inline JsMacMemo *
+JsMacMemoSlot(const JsClaimToken *token)
+{
+	return &js_mac_memo[(uint64) token->job_id & (JS_MAC_MEMO_SIZE - 1)];
+}
+
+/* keep the MAC of a token signed with the newest key */
+static void
+JsMacMemoRemember(const JsClaimToken *token)
+{
+	JsMacMemo  *m = JsMacMemoSlot(token);
+
+	m->job_id = token->job_id;
+	m->generation = token->generation;
+	m->queue_id = token->queue_id;
+	memcpy(m->mac, token->mac, JS_TOKEN_MAC_LEN);
+	m->valid = true;
+}
+
+/* was the token minted here, MAC and all, under the newest key? */
+static bool
+JsMacMemoHolds(const JsClaimToken *token)
+{
+	const JsMacMemo *m = JsMacMemoSlot(token);
+	uint8		diff = 0;
+	int			i;
+
+	if (!m->valid || m->job_id != token->job_id ||
+		m->generation != token->generation || m->queue_id != token->queue_id)
+		return false;
+	/* in constant time, as the full check */
+	for (i = 0; i < JS_TOKEN_MAC_LEN; i++)
+		diff |= m->mac[i] ^ token->mac[i];
+	return diff == 0;
+}
+
 JsClaimToken *
 JsTokenMint(int64 job_id, int32 generation, int32 queue_id)
 {
@@ -241,6 +305,7 @@ JsTokenMint(int64 job_id, int32 generation, int32 queue_id)
 	token->queue_id = queue_id;
 	(void) JsLoadSecrets();
 	JsComputeMac(0, job_id, generation, queue_id, token->mac);
+	JsMacMemoRemember(token);
 	return token;
 }
 
@@ -326,6 +391,9 @@ JsTokenVerify(const JsClaimToken *token, Acl **acl)
 	int			keyno;
 	int			i;
 
+	/* the keys first: taking in an invalidation of them empties the memo */
+	if (JsLoadSecrets() > 0 && JsMacMemoHolds(token))
+		return JsQueueNameAcl(token->queue_id, acl);
 	/* the cache holds at most JS_MAX_SECRETS keys: a bounded loop */
 	for (keyno = 0; diff != 0 && keyno < JsLoadSecrets(); keyno++)
 	{
@@ -334,6 +402,9 @@ JsTokenVerify(const JsClaimToken *token, Acl **acl)
 		for (i = 0; i < JS_TOKEN_MAC_LEN; i++)
 			diff |= mac[i] ^ token->mac[i];
 	}
+	/* a token of another session, signed with the newest key */
+	if (diff == 0 && keyno == 1)
+		JsMacMemoRemember(token);
 	if (diff != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_INVALID_TOKEN),
