@@ -66,14 +66,10 @@ mark_lookup(const char *queue, bool create)
 		return NULL;			/* not a queue name: no mark */
 	if (claim_marks == NULL)
 	{
-		HASHCTL		ctl;
-
 		if (!create)
 			return NULL;
-		ctl.keysize = JS_MARK_KEY_LEN;
-		ctl.entrysize = sizeof(JsClaimMarkEntry);
-		claim_marks = hash_create("job_state claim marks", 8, &ctl,
-								  HASH_ELEM | HASH_STRINGS);
+		claim_marks = JsHashCreate("job_state claim marks", 8, JS_MARK_KEY_LEN,
+								   sizeof(JsClaimMarkEntry), HASH_STRINGS, NULL);
 	}
 	entry = hash_search(claim_marks, queue, create ? HASH_ENTER : HASH_FIND,
 						&found);

@@ -49,6 +49,7 @@
 #include "access/xact.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "utils/hsearch.h"
 #include "utils/relcache.h"
 #include "utils/timestamp.h"
 
@@ -149,6 +150,8 @@ extern char *JsGetText(int row, int col);
 
 /* util.c: output of set-returning functions */
 extern void JsInitMaterialized(FunctionCallInfo fcinfo);
+extern HTAB *JsHashCreate(const char *name, long nelem, Size keysize,
+						  Size entrysize, int keykind, MemoryContext context);
 
 /* util.c: argument checks */
 extern void JsCheckName(const char *what, const char *name);

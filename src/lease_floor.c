@@ -86,14 +86,10 @@ floor_lookup(Oid job_relid, const char *queue, bool create)
 	}
 	if (lease_floors == NULL)
 	{
-		HASHCTL		ctl;
-
 		if (!create)
 			return NULL;
-		ctl.keysize = JS_FLOOR_KEY_LEN;
-		ctl.entrysize = sizeof(JsLeaseFloorEntry);
-		lease_floors = hash_create("job_state lease floors", 8, &ctl,
-								   HASH_ELEM | HASH_STRINGS);
+		lease_floors = JsHashCreate("job_state lease floors", 8, JS_FLOOR_KEY_LEN,
+									sizeof(JsLeaseFloorEntry), HASH_STRINGS, NULL);
 		lease_floors_relid = job_relid;
 	}
 	entry = hash_search(lease_floors, queue, create ? HASH_ENTER : HASH_FIND,

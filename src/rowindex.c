@@ -158,13 +158,9 @@ JsRetireContext(MemoryContext context)
 static void
 JsIndexCacheInit(void)
 {
-	HASHCTL		ctl;
-
-	ctl.keysize = sizeof(Oid);
-	ctl.entrysize = sizeof(JsIndexEntry);
-	ctl.hcxt = CacheMemoryContext;
-	js_index_cache = hash_create("job_state index info", 16, &ctl,
-								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	js_index_cache = JsHashCreate("job_state index info", 16, sizeof(Oid),
+								  sizeof(JsIndexEntry), HASH_BLOBS,
+								  CacheMemoryContext);
 	CacheRegisterRelcacheCallback(JsIndexCacheInvalidate, (Datum) 0);
 }
 

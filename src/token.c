@@ -324,15 +324,9 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 
 	JsCacheInit();
 	if (js_queue_names == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(int32);
-		ctl.entrysize = sizeof(JsQueueNameEntry);
-		ctl.hcxt = JsCacheContext;
-		js_queue_names = hash_create("job_state queue names", 16, &ctl,
-									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		js_queue_names = JsHashCreate("job_state queue names", 16, sizeof(int32),
+									  sizeof(JsQueueNameEntry), HASH_BLOBS,
+									  JsCacheContext);
 
 	entry = hash_search(js_queue_names, &queue_id, HASH_FIND, NULL);
 	if (entry == NULL)

@@ -71,6 +71,30 @@ JsInitMaterialized(FunctionCallInfo fcinfo)
 }
 
 /*
+ * A backend-local hash table of entrysize-byte entries, each keyed by its
+ * first keysize bytes: keykind is HASH_BLOBS (compared as bytes) or
+ * HASH_STRINGS (a NUL-terminated name of at most keysize - 1 bytes).  It
+ * lives in context, or in TopMemoryContext when that is NULL.
+ */
+HTAB *
+JsHashCreate(const char *name, long nelem, Size keysize, Size entrysize,
+			 int keykind, MemoryContext context)
+{
+	HASHCTL		ctl;
+	int			flags = HASH_ELEM | keykind;
+
+	Assert(keykind == HASH_BLOBS || keykind == HASH_STRINGS);
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	if (context != NULL)
+	{
+		ctl.hcxt = context;
+		flags |= HASH_CONTEXT;
+	}
+	return hash_create(name, nelem, &ctl, flags);
+}
+
+/*
  * Names of queues, resources, meters and schedules: 1 to 128 characters.
  */
 void
