@@ -86,11 +86,11 @@ static bool js_callback_registered = false;
  * on it through the same session presents a token minted here, and its
  * MAC is compared with the one kept instead of being computed again (an
  * HMAC-SHA-256 through OpenSSL 3 costs about as much as a claim's index
- * inserts).  A kept MAC is exactly
- * what JsComputeMac(0, ...) returns for those fields, so comparing with it
- * is comparing with a fresh computation; a token that does not match goes
- * the full way through every key.  Direct-mapped by job id; emptied
- * whenever the keys are (JsCacheReset), so no MAC outlives its key.
+ * inserts).  A kept MAC is exactly what JsComputeMac(0, ...) returns for
+ * those fields, so comparing with it is comparing with a fresh
+ * computation; a token that does not match goes the full way through
+ * every key.  Direct-mapped by job id; emptied whenever the keys are
+ * (JsCacheReset), so no MAC outlives its key.
  */
 #define JS_MAC_MEMO_SIZE	64	/* a power of 2 */
 
@@ -278,7 +278,7 @@ JsMacMemoRemember(const JsClaimToken *token)
 	m->valid = true;
 }
 
-/* was the token minted here, MAC and all, under the newest key? */
+/* is the token, MAC and all, one kept: signed with the newest key? */
 static bool
 JsMacMemoHolds(const JsClaimToken *token)
 {
@@ -396,7 +396,7 @@ JsTokenVerify(const JsClaimToken *token, Acl **acl)
 		for (i = 0; i < JS_TOKEN_MAC_LEN; i++)
 			diff |= mac[i] ^ token->mac[i];
 	}
-	/* a token of another session, signed with the newest key */
+	/* signed elsewhere (or no longer kept), with the newest key */
 	if (diff == 0 && keyno == 1)
 		JsMacMemoRemember(token);
 	if (diff != 0)
