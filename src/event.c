@@ -162,10 +162,10 @@ JsWriteEvent(const Oid *status_oids, const JsEvent *ev)
 }
 
 static bool
-JsTupleHas(HeapTuple tuple, TupleDesc tupdesc, int attnum, int64 *seq)
+JsTupleHas(TupleTableSlot *slot, int attnum, int64 *seq)
 {
 	bool		isnull;
-	Datum		d = heap_getattr(tuple, attnum, tupdesc, &isnull);
+	Datum		d = slot_getattr(slot, attnum, &isnull);
 
 	*seq = isnull ? 0 : DatumGetInt64(d);
 	return !isnull;
@@ -177,25 +177,25 @@ JsTupleHas(HeapTuple tuple, TupleDesc tupdesc, int attnum, int64 *seq)
  * finished_at, reason).
  */
 static bool
-JsClaimSaysSame(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple a, HeapTuple b)
+JsClaimSaysSame(const JsJobColumns *cols, TupleTableSlot *a, TupleTableSlot *b)
 {
-	return JsSameValue(a, b, tupdesc, cols->generation) &&
-		JsSameValue(a, b, tupdesc, cols->started_at) &&
-		JsSameValue(a, b, tupdesc, cols->worker);
+	return JsSameValue(a, b, cols->generation) &&
+		JsSameValue(a, b, cols->started_at) &&
+		JsSameValue(a, b, cols->worker);
 }
 
 static bool
-JsEndSaysSame(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple a, HeapTuple b)
+JsEndSaysSame(const JsJobColumns *cols, TupleTableSlot *a, TupleTableSlot *b)
 {
-	return JsClaimSaysSame(cols, tupdesc, a, b) &&
-		JsSameValue(a, b, tupdesc, cols->status) &&
-		JsSameValue(a, b, tupdesc, cols->finished_at) &&
-		JsSameValue(a, b, tupdesc, cols->reason);
+	return JsClaimSaysSame(cols, a, b) &&
+		JsSameValue(a, b, cols->status) &&
+		JsSameValue(a, b, cols->finished_at) &&
+		JsSameValue(a, b, cols->reason);
 }
 
 /*
  * job_state_fsm (BEFORE UPDATE, after its checks): what the new row holds.
- * newtup is the row as the update wrote it, before the trigger stamps it;
+ * newslot is the row as the update wrote it, before the trigger stamps it;
  * from and to are the statuses.  Returns false when the held seqs stay as
  * they are, else sets *held:
  *	- a claim out of accepted, with no reason, is held: it stamps
@@ -211,10 +211,9 @@ JsEndSaysSame(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple a, HeapTupl
  * adds do not matter here: they come only with a change of status.
  */
 bool
-JsHoldEvents(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
-			 HeapTuple newtup, JsStatus from, JsStatus to, JsHeldSeqs *held)
+JsHoldEvents(const JsJobColumns *cols, TupleTableSlot *oldslot,
+			 TupleTableSlot *newslot, JsStatus from, JsStatus to, JsHeldSeqs *held)
 {
-	TupleDesc	tupdesc = RelationGetDescr(jobrel);
 	int64		claim_seq;
 	int64		end_seq;
 	bool		has_claim;
@@ -223,10 +222,9 @@ JsHoldEvents(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
 
 	if (cols->held_claim_seq == 0)
 		return false;			/* a 0.1.0 schema */
-	has_claim = JsTupleHas(oldtup, tupdesc, cols->held_claim_seq, &claim_seq);
-	has_end = JsTupleHas(oldtup, tupdesc, cols->held_end_seq, &end_seq);
-	change = from != to ||
-		!JsSameValue(oldtup, newtup, tupdesc, cols->generation);
+	has_claim = JsTupleHas(oldslot, cols->held_claim_seq, &claim_seq);
+	has_end = JsTupleHas(oldslot, cols->held_end_seq, &end_seq);
+	change = from != to || !JsSameValue(oldslot, newslot, cols->generation);
 
 	held->claim_seq = held->end_seq = 0;
 	held->claim_null = held->end_null = true;
@@ -234,13 +232,13 @@ JsHoldEvents(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
 	if (!change)
 	{
 		/* nothing new: what is held stays, unless what it says changes */
-		if (has_end ? JsEndSaysSame(cols, tupdesc, oldtup, newtup) :
-			!has_claim || JsClaimSaysSame(cols, tupdesc, oldtup, newtup))
+		if (has_end ? JsEndSaysSame(cols, oldslot, newslot) :
+			!has_claim || JsClaimSaysSame(cols, oldslot, newslot))
 			return false;
 		return true;
 	}
 	if (js_track_events && from == JS_ACCEPTED && to == JS_RUNNING &&
-		heap_attisnull(newtup, cols->reason, tupdesc))
+		slot_attisnull(newslot, cols->reason))
 	{
 		held->claim_seq = JsNextEventSeq();
 		held->claim_null = false;
@@ -248,7 +246,7 @@ JsHoldEvents(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
 	}
 	if (js_track_events && has_claim && !has_end && from == JS_RUNNING &&
 		to != JS_ACCEPTED && to != JS_WAITING && to != JS_RUNNING &&
-		JsClaimSaysSame(cols, tupdesc, oldtup, newtup))
+		JsClaimSaysSame(cols, oldslot, newslot))
 	{
 		held->claim_seq = claim_seq;
 		held->claim_null = false;
@@ -265,19 +263,19 @@ JsHoldEvents(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
  * status at finished_at, with reason), in the row's generation.
  */
 static void
-JsHeldEvent(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple tuple,
-			bool end, int64 seq, JsEvent *ev)
+JsHeldEvent(const JsJobColumns *cols, TupleTableSlot *slot, bool end,
+			int64 seq, JsEvent *ev)
 {
 	bool		at_null;
 	bool		isnull;
-	Datum		at = heap_getattr(tuple, end ? cols->finished_at : cols->started_at,
-								  tupdesc, &at_null);
+	Datum		at = slot_getattr(slot, end ? cols->finished_at : cols->started_at,
+								  &at_null);
 
-	ev->queue = heap_getattr(tuple, cols->queue, tupdesc, &isnull);
-	ev->job_id = heap_getattr(tuple, cols->id, tupdesc, &isnull);
-	ev->generation = JsTupleInt32(tuple, tupdesc, cols->generation, &isnull);
+	ev->queue = slot_getattr(slot, cols->queue, &isnull);
+	ev->job_id = slot_getattr(slot, cols->id, &isnull);
+	ev->generation = JsTupleInt32(slot, cols->generation, &isnull);
 	ev->from = end ? JS_RUNNING : JS_ACCEPTED;
-	ev->to = end ? JsTupleStatus(cols, tuple, tupdesc) : JS_RUNNING;
+	ev->to = end ? JsTupleStatus(cols, slot) : JS_RUNNING;
 	ev->seq = seq;
 	ev->has_at = !at_null;		/* set by raw SQL to NULL: now */
 	ev->at = at_null ? 0 : DatumGetTimestampTz(at);
@@ -286,22 +284,21 @@ JsHeldEvent(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple tuple,
 	ev->worker = (Datum) 0;
 	ev->worker_null = true;
 	if (end)
-		ev->reason = heap_getattr(tuple, cols->reason, tupdesc, &ev->reason_null);
+		ev->reason = slot_getattr(slot, cols->reason, &ev->reason_null);
 	else
-		ev->worker = heap_getattr(tuple, cols->worker, tupdesc, &ev->worker_null);
+		ev->worker = slot_getattr(slot, cols->worker, &ev->worker_null);
 }
 
 /*
- * job_state_event (AFTER UPDATE): the events oldtup held and newtup no
- * longer does go to job_event_log, as oldtup says them, in order.
- * Returns whether newtup holds an event oldtup did not: the change itself,
- * which then needs no row.
+ * job_state_event (AFTER UPDATE): the events the old row held and the new
+ * one no longer does go to job_event_log, as the old row says them, in
+ * order.  Returns whether the new row holds an event the old one did not:
+ * the change itself, which then needs no row.
  */
 bool
-JsWriteOutHeld(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
-			   HeapTuple newtup)
+JsWriteOutHeld(const JsJobColumns *cols, TupleTableSlot *oldslot,
+			   TupleTableSlot *newslot)
 {
-	TupleDesc	tupdesc = RelationGetDescr(jobrel);
 	int			attnums[2] = {cols->held_claim_seq, cols->held_end_seq};
 	bool		holds_new = false;
 	int			i;
@@ -312,14 +309,14 @@ JsWriteOutHeld(const JsJobColumns *cols, Relation jobrel, HeapTuple oldtup,
 	{
 		int64		old_seq;
 		int64		new_seq;
-		bool		has_old = JsTupleHas(oldtup, tupdesc, attnums[i], &old_seq);
-		bool		has_new = JsTupleHas(newtup, tupdesc, attnums[i], &new_seq);
+		bool		has_old = JsTupleHas(oldslot, attnums[i], &old_seq);
+		bool		has_new = JsTupleHas(newslot, attnums[i], &new_seq);
 
 		if (has_old && (!has_new || new_seq != old_seq))
 		{
 			JsEvent		ev;
 
-			JsHeldEvent(cols, tupdesc, oldtup, i == 1, old_seq, &ev);
+			JsHeldEvent(cols, oldslot, i == 1, old_seq, &ev);
 			JsWriteEvent(cols->status_oids, &ev);
 		}
 		if (has_new && (!has_old || new_seq != old_seq))

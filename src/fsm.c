@@ -124,9 +124,10 @@ JsStatusFromName(const char *name)
  * key of 1 to 255 bytes, max_attempts of at least 1.
  */
 static void
-JsCheckValues(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
-			  HeapTuple oldtup)
+JsCheckValues(const JsJobColumns *cols, TupleTableSlot *newslot,
+			  TupleTableSlot *oldslot)
 {
+	TupleDesc	tupdesc = newslot->tts_tupleDescriptor;
 	int			keys[2] = {cols->idempotency_key, cols->concurrency_key};
 	int			i;
 	bool		isnull;
@@ -136,9 +137,9 @@ JsCheckValues(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
 	{
 		Datum		key;
 
-		if (oldtup != NULL && JsSameValue(oldtup, newtup, tupdesc, keys[i]))
+		if (oldslot != NULL && JsSameValue(oldslot, newslot, keys[i]))
 			continue;
-		key = heap_getattr(newtup, keys[i], tupdesc, &isnull);
+		key = slot_getattr(newslot, keys[i], &isnull);
 		/* the value's own size: raw SQL may bring it compressed or toasted */
 		if (!isnull &&
 			(toast_raw_datum_size(key) - VARHDRSZ < 1 ||
@@ -148,7 +149,7 @@ JsCheckValues(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
 					 errmsg("%s of a job must have 1 to 255 bytes",
 							NameStr(TupleDescAttr(tupdesc, keys[i] - 1)->attname))));
 	}
-	max_attempts = JsTupleInt32(newtup, tupdesc, cols->max_attempts, &isnull);
+	max_attempts = JsTupleInt32(newslot, cols->max_attempts, &isnull);
 	if (!isnull && max_attempts < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
@@ -169,17 +170,18 @@ JsRefuseChange(int64 job_id, const char *column)
 
 /* the held seqs are the history's (event.c): no write names them */
 static void
-JsRefuseHeldSeqs(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
-				 HeapTuple newtup, int64 job_id)
+JsRefuseHeldSeqs(const JsJobColumns *cols, TupleTableSlot *oldslot,
+				 TupleTableSlot *newslot, int64 job_id)
 {
+	TupleDesc	tupdesc = newslot->tts_tupleDescriptor;
 	int			attnums[2] = {cols->held_claim_seq, cols->held_end_seq};
 	int			i;
 
 	if (cols->held_claim_seq == 0)
 		return;					/* a 0.1.0 schema */
 	for (i = 0; i < 2; i++)
-		if (oldtup == NULL ? !heap_attisnull(newtup, attnums[i], tupdesc) :
-			!JsSameValue(oldtup, newtup, tupdesc, attnums[i]))
+		if (oldslot == NULL ? !slot_attisnull(newslot, attnums[i]) :
+			!JsSameValue(oldslot, newslot, attnums[i]))
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 					 errmsg("column \"%s\" of job %lld is set only by job_state",
@@ -207,9 +209,10 @@ JsRefuseLimitChange(int64 job_id, const char *column, JsStatus to)
  * longer be freed when it stops, and the limit would shrink for good.
  */
 static void
-JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
-				   HeapTuple oldtup, int64 job_id, JsStatus from, JsStatus to)
+JsCheckSlotColumns(const JsJobColumns *cols, TupleTableSlot *newslot,
+				   TupleTableSlot *oldslot, int64 job_id, JsStatus from, JsStatus to)
 {
+	TupleDesc	tupdesc = newslot->tts_tupleDescriptor;
 	int			kind;
 
 	for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
@@ -217,9 +220,9 @@ JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup
 		int			attnum = cols->slot[kind];
 		const char *column = NameStr(TupleDescAttr(tupdesc, attnum - 1)->attname);
 
-		if (oldtup == NULL)
+		if (oldslot == NULL)
 		{
-			if (!heap_attisnull(newtup, attnum, tupdesc))
+			if (!slot_attisnull(newslot, attnum))
 				ereport(ERROR,
 						(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 						 errmsg("job %lld cannot be inserted holding a slot", (long long) job_id),
@@ -234,9 +237,9 @@ JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup
 			 * numbers never change.
 			 */
 			bool		released = from == JS_RUNNING &&
-				heap_attisnull(newtup, attnum, tupdesc);
+				slot_attisnull(newslot, attnum);
 
-			if (!JsSameValue(oldtup, newtup, tupdesc, attnum) && !released)
+			if (!JsSameValue(oldslot, newslot, attnum) && !released)
 				ereport(ERROR,
 						(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 						 errmsg("column \"%s\" of waiting job %lld cannot change", column,
@@ -244,8 +247,8 @@ JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup
 						 errdetail("A job keeps the slots it started with while it waits for a callback, or gives them up when the wait begins; it takes none."),
 						 errhint("Leave the slot columns out of the UPDATE.")));
 		}
-		else if (!heap_attisnull(oldtup, attnum, tupdesc) &&
-				 !JsSameValue(oldtup, newtup, tupdesc, attnum))
+		else if (!slot_attisnull(oldslot, attnum) &&
+				 !JsSameValue(oldslot, newslot, attnum))
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 					 errmsg("column \"%s\" of running job %lld cannot change", column,
@@ -262,19 +265,19 @@ JsCheckSlotColumns(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup
  * a heartbeat extends the window, never the timeout.
  */
 static void
-JsCheckWaiting(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
-			   HeapTuple newtup, int64 job_id, JsStatus from)
+JsCheckWaiting(const JsJobColumns *cols, TupleTableSlot *oldslot,
+			   TupleTableSlot *newslot, int64 job_id, JsStatus from)
 {
 	bool		no_timeout;
 	bool		no_lease;
 	bool		no_interval;
-	Datum		timeout = heap_getattr(newtup, cols->callback_timeout_at, tupdesc, &no_timeout);
-	Datum		lease = heap_getattr(newtup, cols->lease_expires_at, tupdesc, &no_lease);
-	Datum		interval = heap_getattr(newtup, cols->heartbeat_interval, tupdesc, &no_interval);
+	Datum		timeout = slot_getattr(newslot, cols->callback_timeout_at, &no_timeout);
+	Datum		lease = slot_getattr(newslot, cols->lease_expires_at, &no_lease);
+	Datum		interval = slot_getattr(newslot, cols->heartbeat_interval, &no_interval);
 
 	if (from == JS_WAITING &&
-		(!JsSameValue(oldtup, newtup, tupdesc, cols->callback_timeout_at) ||
-		 !JsSameValue(oldtup, newtup, tupdesc, cols->heartbeat_interval)))
+		(!JsSameValue(oldslot, newslot, cols->callback_timeout_at) ||
+		 !JsSameValue(oldslot, newslot, cols->heartbeat_interval)))
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 				 errmsg("the callback timeout of waiting job %lld cannot change",
@@ -332,20 +335,21 @@ JsStampSet(JsStamp *st, int attnum, Datum value, bool isnull)
  * write: set by hand, they would name a slot the job does not hold.
  */
 static void
-JsRawStart(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
-		   int64 job_id, JsStamp *st)
+JsRawStart(const JsJobColumns *cols, TupleTableSlot *newslot, int64 job_id,
+		   JsStamp *st)
 {
+	TupleDesc	tupdesc = newslot->tts_tupleDescriptor;
 	int32		numbers[JS_NUM_SLOT_KINDS];
 	bool		no_resource;
 	bool		no_key;
 	bool		isnull;
-	Datum		queue = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
-	Datum		resource = heap_getattr(newtup, cols->resource, tupdesc, &no_resource);
-	Datum		key = heap_getattr(newtup, cols->concurrency_key, tupdesc, &no_key);
+	Datum		queue = slot_getattr(newslot, cols->queue, &isnull);
+	Datum		resource = slot_getattr(newslot, cols->resource, &no_resource);
+	Datum		key = slot_getattr(newslot, cols->concurrency_key, &no_key);
 	int			kind;
 
 	for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
-		if (!heap_attisnull(newtup, cols->slot[kind], tupdesc))
+		if (!slot_attisnull(newslot, cols->slot[kind]))
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 					 errmsg("job %lld cannot start holding a slot named by hand",
@@ -371,11 +375,12 @@ JsRefuseDecrease(int64 job_id, const char *column, int64 oldval, int64 newval)
 }
 
 static HeapTuple
-JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
+JsCheckInsert(const JsJobColumns *cols, Relation rel, TupleTableSlot *slot,
+			  HeapTuple tuple)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
-	JsStatus	status = JsTupleStatus(cols, tuple, tupdesc);
-	int64		job_id = JsTupleJobId(cols, tuple, tupdesc);
+	JsStatus	status = JsTupleStatus(cols, slot);
+	int64		job_id = JsTupleJobId(cols, slot);
 	bool		isnull;
 	int			col;
 	Datum		hash;
@@ -396,7 +401,7 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 			col == 1 ? cols->attempts :
 			col == 2 ? cols->retries : cols->throttles;
 
-		if (JsTupleInt32(tuple, tupdesc, attnum, &isnull) != 0)
+		if (JsTupleInt32(slot, attnum, &isnull) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 					 errmsg("job %lld must be inserted with %s 0", (long long) job_id,
@@ -404,18 +409,18 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 					 errhint(JS_INSERT_HINT)));
 	}
 
-	JsCheckValues(cols, tupdesc, tuple, NULL);
-	JsCheckSlotColumns(cols, tupdesc, tuple, NULL, job_id, JS_ACCEPTED, JS_ACCEPTED);
-	JsRefuseHeldSeqs(cols, tupdesc, NULL, tuple, job_id);
+	JsCheckValues(cols, slot, NULL);
+	JsCheckSlotColumns(cols, slot, NULL, job_id, JS_ACCEPTED, JS_ACCEPTED);
+	JsRefuseHeldSeqs(cols, NULL, slot, job_id);
 
-	input = heap_getattr(tuple, cols->input, tupdesc, &isnull);
+	input = slot_getattr(slot, cols->input, &isnull);
 	if (isnull)
 		return tuple;			/* the NOT NULL constraint will object */
-	if (heap_attisnull(tuple, cols->idempotency_key, tupdesc) &&
+	if (slot_attisnull(slot, cols->idempotency_key) &&
 		!TupleDescAttr(tupdesc, cols->input_hash - 1)->attnotnull)
 	{
 		/* what submit writes: the row needs no copy */
-		if (heap_attisnull(tuple, cols->input_hash, tupdesc))
+		if (slot_attisnull(slot, cols->input_hash))
 			return tuple;
 		hash = (Datum) 0;
 		hash_null = true;
@@ -427,11 +432,10 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
 }
 
 static void
-JsCheckDelete(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
+JsCheckDelete(const JsJobColumns *cols, TupleTableSlot *slot)
 {
-	TupleDesc	tupdesc = RelationGetDescr(rel);
-	JsStatus	status = JsTupleStatus(cols, tuple, tupdesc);
-	int64		job_id = JsTupleJobId(cols, tuple, tupdesc);
+	JsStatus	status = JsTupleStatus(cols, slot);
+	int64		job_id = JsTupleJobId(cols, slot);
 
 	if (!JsStatusFinished(status))
 		ereport(ERROR,
@@ -458,30 +462,30 @@ JsCheckDelete(const JsJobColumns *cols, Relation rel, HeapTuple tuple)
  */
 static void
 JsCheckFixedColumns(const JsJobColumns *cols, TupleDesc tupdesc,
-					HeapTuple oldtup, HeapTuple newtup, int64 job_id,
+					TupleTableSlot *oldslot, TupleTableSlot *newslot, int64 job_id,
 					JsStatus from, JsStatus to)
 {
-	if (!JsSameValue(oldtup, newtup, tupdesc, cols->queue))
+	if (!JsSameValue(oldslot, newslot, cols->queue))
 		JsRefuseChange(job_id, "queue");
-	if (!JsSameValue(oldtup, newtup, tupdesc, cols->id))
+	if (!JsSameValue(oldslot, newslot, cols->id))
 		JsRefuseChange(job_id, "id");
-	if (!JsSameValue(oldtup, newtup, tupdesc, cols->idempotency_key))
+	if (!JsSameValue(oldslot, newslot, cols->idempotency_key))
 		JsRefuseChange(job_id, "idempotency_key");
-	if (!JsSameValue(oldtup, newtup, tupdesc, cols->input))
+	if (!JsSameValue(oldslot, newslot, cols->input))
 		JsRefuseChange(job_id, "input");
-	if (!JsSameValue(oldtup, newtup, tupdesc, cols->input_hash))
+	if (!JsSameValue(oldslot, newslot, cols->input_hash))
 		JsRefuseChange(job_id, "input_hash");
-	if (!JsSameValue(oldtup, newtup, tupdesc, cols->submitted_by))
+	if (!JsSameValue(oldslot, newslot, cols->submitted_by))
 		JsRefuseChange(job_id, "submitted_by");
-	if (!JsSameValue(oldtup, newtup, tupdesc, cols->accepted_at))
+	if (!JsSameValue(oldslot, newslot, cols->accepted_at))
 		JsRefuseChange(job_id, "accepted_at");
 
 	/* what a start needs from the limits is fixed once the job may run */
 	if (to != JS_ACCEPTED)
 	{
-		if (!JsSameValue(oldtup, newtup, tupdesc, cols->resource))
+		if (!JsSameValue(oldslot, newslot, cols->resource))
 			JsRefuseLimitChange(job_id, "resource", to);
-		if (!JsSameValue(oldtup, newtup, tupdesc, cols->concurrency_key))
+		if (!JsSameValue(oldslot, newslot, cols->concurrency_key))
 			JsRefuseLimitChange(job_id, "concurrency_key", to);
 	}
 
@@ -493,7 +497,7 @@ JsCheckFixedColumns(const JsJobColumns *cols, TupleDesc tupdesc,
 		for (attnum = 1; attnum <= tupdesc->natts; attnum++)
 			if (attnum != cols->spent &&
 				!TupleDescAttr(tupdesc, attnum - 1)->attisdropped &&
-				!JsSameValue(oldtup, newtup, tupdesc, attnum))
+				!JsSameValue(oldslot, newslot, attnum))
 				ereport(ERROR,
 						(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
 						 errmsg("job %lld has succeeded and cannot change", (long long) job_id),
@@ -517,8 +521,8 @@ JsCheckFixedColumns(const JsJobColumns *cols, TupleDesc tupdesc,
  * go back.
  */
 static void
-JsCheckCounters(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
-				HeapTuple newtup, int64 job_id, bool rerun)
+JsCheckCounters(const JsJobColumns *cols, TupleTableSlot *oldslot,
+				TupleTableSlot *newslot, int64 job_id, bool rerun)
 {
 	static const char *const names[3] = {"generation", "attempts", "throttles"};
 	int			attnums[3] = {cols->generation, cols->attempts, cols->throttles};
@@ -529,25 +533,25 @@ JsCheckCounters(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
 
 	for (i = 0; i < 3; i++)
 	{
-		v_old = JsTupleInt32(oldtup, tupdesc, attnums[i], &isnull);
-		v_new = JsTupleInt32(newtup, tupdesc, attnums[i], &isnull);
+		v_old = JsTupleInt32(oldslot, attnums[i], &isnull);
+		v_new = JsTupleInt32(newslot, attnums[i], &isnull);
 		if (v_new < v_old)
 			JsRefuseDecrease(job_id, names[i], v_old, v_new);
 	}
 
-	v_old = JsTupleInt32(oldtup, tupdesc, cols->retries, &isnull);
-	v_new = JsTupleInt32(newtup, tupdesc, cols->retries, &isnull);
+	v_old = JsTupleInt32(oldslot, cols->retries, &isnull);
+	v_new = JsTupleInt32(newslot, cols->retries, &isnull);
 	if (v_new < v_old && !(rerun && v_new == 0))
 		JsRefuseDecrease(job_id, "retries", v_old, v_new);
 
-	if (!JsSameValue(oldtup, newtup, tupdesc, cols->spent))
+	if (!JsSameValue(oldslot, newslot, cols->spent))
 	{
-		Datum		olds = heap_getattr(oldtup, cols->spent, tupdesc, &isnull);
+		Datum		olds = slot_getattr(oldslot, cols->spent, &isnull);
 		Datum		news;
 
 		if (!isnull)
 		{
-			news = heap_getattr(newtup, cols->spent, tupdesc, &isnull);
+			news = slot_getattr(newslot, cols->spent, &isnull);
 			if (!isnull)
 				JsCheckSpentForward(job_id, DatumGetJsonbP(olds), DatumGetJsonbP(news));
 		}
@@ -560,7 +564,7 @@ JsCheckCounters(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
  * slots are taken for a raw-SQL start, started_at is stamped.
  */
 static void
-JsStampStart(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
+JsStampStart(const JsJobColumns *cols, TupleTableSlot *newslot,
 			 int64 job_id, int32 old_gen, int32 old_attempts, TimestampTz now,
 			 JsStamp *st)
 {
@@ -574,15 +578,15 @@ JsStampStart(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
 	bool		no_spent;
 	bool		isnull;
 
-	max_attempts = JsTupleInt32(newtup, tupdesc, cols->max_attempts, &no_max);
-	deadline = heap_getattr(newtup, cols->deadline, tupdesc, &no_deadline);
-	budget = heap_getattr(newtup, cols->budget, tupdesc, &no_budget);
-	spent = heap_getattr(newtup, cols->spent, tupdesc, &no_spent);
+	max_attempts = JsTupleInt32(newslot, cols->max_attempts, &no_max);
+	deadline = slot_getattr(newslot, cols->deadline, &no_deadline);
+	budget = slot_getattr(newslot, cols->budget, &no_budget);
+	spent = slot_getattr(newslot, cols->spent, &no_spent);
 	JsCheckStartAllowed(job_id, old_attempts, !no_max, max_attempts,
 						!no_deadline, no_deadline ? 0 : DatumGetTimestampTz(deadline),
 						no_budget ? NULL : DatumGetJsonbP(budget),
 						no_spent ? NULL : DatumGetJsonbP(spent));
-	(void) heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
+	(void) slot_getattr(newslot, cols->lease_expires_at, &isnull);
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -601,21 +605,25 @@ JsStampStart(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
 
 	/* claim holds the slots of its starts; raw SQL takes them here */
 	if (!js_claim_starting)
-		JsRawStart(cols, tupdesc, newtup, job_id, st);
+		JsRawStart(cols, newslot, job_id, st);
 
 	JsStampSet(st, cols->started_at, TimestampTzGetDatum(now), false);
 	JsStampSet(st, cols->finished_at, (Datum) 0, true);
 	JsStampSet(st, cols->cancel_requested, BoolGetDatum(false), false);
 }
 
+/*
+ * oldslot and newslot are the trigger's slots of the old row and of newtup,
+ * the new one: every check reads them, and the stamps modify newtup.
+ */
 static HeapTuple
-JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
-			  HeapTuple newtup)
+JsCheckUpdate(const JsJobColumns *cols, Relation rel, TupleTableSlot *oldslot,
+			  TupleTableSlot *newslot, HeapTuple newtup)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
-	JsStatus	from = JsTupleStatus(cols, oldtup, tupdesc);
-	JsStatus	to = JsTupleStatus(cols, newtup, tupdesc);
-	int64		job_id = JsTupleJobId(cols, oldtup, tupdesc);
+	JsStatus	from = JsTupleStatus(cols, oldslot);
+	JsStatus	to = JsTupleStatus(cols, newslot);
+	int64		job_id = JsTupleJobId(cols, oldslot);
 	TimestampTz now = GetCurrentTimestamp();
 	JsStamp		st;
 	JsHeldSeqs	held;
@@ -624,21 +632,21 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 	bool		rerun;
 
 	st.n = 0;
-	JsCheckFixedColumns(cols, tupdesc, oldtup, newtup, job_id, from, to);
-	JsCheckValues(cols, tupdesc, newtup, oldtup);
+	JsCheckFixedColumns(cols, tupdesc, oldslot, newslot, job_id, from, to);
+	JsCheckValues(cols, newslot, oldslot);
 	if (JsStatusHoldsClaim(to))
-		JsCheckSlotColumns(cols, tupdesc, newtup, oldtup, job_id, from, to);
+		JsCheckSlotColumns(cols, newslot, oldslot, job_id, from, to);
 	if (to == JS_WAITING)
-		JsCheckWaiting(cols, tupdesc, oldtup, newtup, job_id, from);
+		JsCheckWaiting(cols, oldslot, newslot, job_id, from);
 
 	/* a re-run out of failed, unknown or cancelled: reconcile or redrive */
 	rerun = to == JS_ACCEPTED &&
 		(from == JS_FAILED || from == JS_UNKNOWN || from == JS_CANCELLED);
-	JsCheckCounters(cols, tupdesc, oldtup, newtup, job_id, rerun);
-	JsRefuseHeldSeqs(cols, tupdesc, oldtup, newtup, job_id);
+	JsCheckCounters(cols, oldslot, newslot, job_id, rerun);
+	JsRefuseHeldSeqs(cols, oldslot, newslot, job_id);
 
 	/* the history the row holds, decided on the row as written (event.c) */
-	if (JsHoldEvents(cols, rel, oldtup, newtup, from, to, &held))
+	if (JsHoldEvents(cols, oldslot, newslot, from, to, &held))
 	{
 		JsStampSet(&st, cols->held_claim_seq, Int64GetDatum(held.claim_seq),
 				   held.claim_null);
@@ -646,10 +654,10 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 				   held.end_null);
 	}
 
-	old_gen = JsTupleInt32(oldtup, tupdesc, cols->generation, &isnull);
+	old_gen = JsTupleInt32(oldslot, cols->generation, &isnull);
 	if (from != to && to == JS_RUNNING)
-		JsStampStart(cols, tupdesc, newtup, job_id, old_gen,
-					 JsTupleInt32(oldtup, tupdesc, cols->attempts, &isnull),
+		JsStampStart(cols, newslot, job_id, old_gen,
+					 JsTupleInt32(oldslot, cols->attempts, &isnull),
 					 now, &st);
 	else if (from != to && rerun)
 	{
@@ -671,18 +679,18 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 	{
 		int			kind;
 
-		(void) heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
+		(void) slot_getattr(newslot, cols->lease_expires_at, &isnull);
 		if (!isnull)
 			JsStampSet(&st, cols->lease_expires_at, (Datum) 0, true);
 		for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
-			if (!heap_attisnull(newtup, cols->slot[kind], tupdesc))
+			if (!slot_attisnull(newslot, cols->slot[kind]))
 				JsStampSet(&st, cols->slot[kind], (Datum) 0, true);
 	}
 	if (to != JS_WAITING && cols->callback_timeout_at != 0)
 	{
-		if (!heap_attisnull(newtup, cols->callback_timeout_at, tupdesc))
+		if (!slot_attisnull(newslot, cols->callback_timeout_at))
 			JsStampSet(&st, cols->callback_timeout_at, (Datum) 0, true);
-		if (!heap_attisnull(newtup, cols->heartbeat_interval, tupdesc))
+		if (!slot_attisnull(newslot, cols->heartbeat_interval))
 			JsStampSet(&st, cols->heartbeat_interval, (Datum) 0, true);
 	}
 
@@ -708,7 +716,7 @@ js_job_fsm_trigger(PG_FUNCTION_ARGS)
 	/* a deleted ready job is ready again if the delete rolls back */
 	if (TRIGGER_FIRED_BY_DELETE(event) && JsFrontierEnabled())
 		JsNoteReadiness(JsJobColumnsFor(trigdata->tg_relation), trigdata->tg_relation,
-						trigdata->tg_trigtuple, NULL);
+						trigdata->tg_trigslot, NULL);
 
 	if (js_restore)
 		return PointerGetDatum(TRIGGER_FIRED_BY_DELETE(event) ?
@@ -720,15 +728,17 @@ js_job_fsm_trigger(PG_FUNCTION_ARGS)
 
 	if (TRIGGER_FIRED_BY_INSERT(event))
 		return PointerGetDatum(JsCheckInsert(cols, trigdata->tg_relation,
+											 trigdata->tg_trigslot,
 											 trigdata->tg_trigtuple));
 	if (TRIGGER_FIRED_BY_DELETE(event))
 	{
-		JsCheckDelete(cols, trigdata->tg_relation, trigdata->tg_trigtuple);
+		JsCheckDelete(cols, trigdata->tg_trigslot);
 		return PointerGetDatum(trigdata->tg_trigtuple);
 	}
 	if (TRIGGER_FIRED_BY_UPDATE(event))
 		return PointerGetDatum(JsCheckUpdate(cols, trigdata->tg_relation,
-											 trigdata->tg_trigtuple,
+											 trigdata->tg_trigslot,
+											 trigdata->tg_newslot,
 											 trigdata->tg_newtuple));
 	elog(ERROR, "job_state_fsm: unexpected event");
 	pg_unreachable();

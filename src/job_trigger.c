@@ -43,33 +43,33 @@ PG_FUNCTION_INFO_V1(js_job_truncate_trigger);
 PG_FUNCTION_INFO_V1(js_append_only_trigger);
 
 /*
- * Whether newtup names a resource or a concurrency key that oldtup (NULL
+ * Whether newslot names a resource or a concurrency key that oldslot (NULL
  * for an insert) did not.
  */
 static bool
-JsNamesNewLimit(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple newtup,
-				HeapTuple oldtup)
+JsNamesNewLimit(const JsJobColumns *cols, TupleTableSlot *newslot,
+				TupleTableSlot *oldslot)
 {
 	int			attnums[2] = {cols->resource, cols->concurrency_key};
 	int			i;
 
 	for (i = 0; i < 2; i++)
-		if (!heap_attisnull(newtup, attnums[i], tupdesc) &&
-			(oldtup == NULL || !JsSameValue(oldtup, newtup, tupdesc, attnums[i])))
+		if (!slot_attisnull(newslot, attnums[i]) &&
+			(oldslot == NULL || !JsSameValue(oldslot, newslot, attnums[i])))
 			return true;
 	return false;
 }
 
 /*
- * Free the slots whose numbers oldtup records and newtup no longer does
+ * Free the slots whose numbers oldslot records and newslot no longer does
  * (slot.c): the BEFORE trigger clears them when a job leaves running or
  * waiting, a wait that gives them up clears them itself.  A resource's or
  * a key's slot is found by the job's resource or key, which cannot change
  * while it holds a claim.
  */
 static void
-JsReleaseJobSlots(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
-				  HeapTuple newtup)
+JsReleaseJobSlots(const JsJobColumns *cols, TupleTableSlot *oldslot,
+				  TupleTableSlot *newslot)
 {
 	int32		numbers[JS_NUM_SLOT_KINDS];
 	char	   *scopes[JS_NUM_SLOT_KINDS] = {NULL, NULL, NULL};
@@ -83,13 +83,13 @@ JsReleaseJobSlots(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
 			kind == JS_SLOT_KEY ? cols->concurrency_key : cols->queue;
 		Datum		scope;
 
-		numbers[kind] = JsTupleInt32(oldtup, tupdesc, cols->slot[kind], &isnull);
-		if (numbers[kind] == 0 || !heap_attisnull(newtup, cols->slot[kind], tupdesc))
+		numbers[kind] = JsTupleInt32(oldslot, cols->slot[kind], &isnull);
+		if (numbers[kind] == 0 || !slot_attisnull(newslot, cols->slot[kind]))
 		{
 			numbers[kind] = 0;	/* none, or still held */
 			continue;
 		}
-		scope = heap_getattr(oldtup, scope_col, tupdesc, &isnull);
+		scope = slot_getattr(oldslot, scope_col, &isnull);
 		if (isnull)
 			numbers[kind] = 0;	/* set by hand on a job without a resource or key */
 		else
@@ -99,8 +99,8 @@ JsReleaseJobSlots(const JsJobColumns *cols, TupleDesc tupdesc, HeapTuple oldtup,
 		}
 	}
 	if (held)
-		JsReleaseSlots(JsTupleJobId(cols, oldtup, tupdesc),
-					   TextDatumGetCString(heap_getattr(oldtup, cols->queue, tupdesc, &isnull)),
+		JsReleaseSlots(JsTupleJobId(cols, oldslot),
+					   TextDatumGetCString(slot_getattr(oldslot, cols->queue, &isnull)),
 					   scopes[JS_SLOT_RESOURCE], scopes[JS_SLOT_KEY], numbers);
 }
 
@@ -116,8 +116,8 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TriggerEvent event;
 	const JsJobColumns *cols;
-	TupleDesc	tupdesc;
-	HeapTuple	newtup;
+	TupleTableSlot *oldslot;
+	TupleTableSlot *newslot;
 	JsStatus	to;
 	JsEvent		ev;
 	bool		isnull;
@@ -130,38 +130,34 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 		elog(ERROR, "job_state_event: must be fired after insert or update, for each row");
 
 	cols = JsJobColumnsFor(trigdata->tg_relation);
-	tupdesc = RelationGetDescr(trigdata->tg_relation);
-	newtup = TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
-	to = JsTupleStatus(cols, newtup, tupdesc);
+	/* the rows through the trigger's slots, each deformed once (tables.c) */
+	oldslot = TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_trigslot : NULL;
+	newslot = TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_newslot : trigdata->tg_trigslot;
+	to = JsTupleStatus(cols, newslot);
 
 	/* the final rows, as written: what the queue's frontier learns of */
-	JsNoteReadiness(cols, trigdata->tg_relation,
-					TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_trigtuple : NULL,
-					newtup);
+	JsNoteReadiness(cols, trigdata->tg_relation, oldslot, newslot);
 	/* and a lease this session's checks for run-out leases must not pass */
-	JsNoteLease(cols, trigdata->tg_relation, newtup);
+	JsNoteLease(cols, trigdata->tg_relation, newslot);
 
 	/* a job that ended: its waiters and job_state_done hear of it at commit */
 	if ((to == JS_SUCCEEDED || to == JS_FAILED || to == JS_CANCELLED ||
 		 to == JS_UNKNOWN) && !js_restore &&
-		(!TRIGGER_FIRED_BY_UPDATE(event) ||
-		 JsTupleStatus(cols, trigdata->tg_trigtuple, tupdesc) != to))
-		JsWaiterNoteDone(JsTupleJobId(cols, newtup, tupdesc));
+		(oldslot == NULL || JsTupleStatus(cols, oldslot) != to))
+		JsWaiterNoteDone(JsTupleJobId(cols, newslot));
 
 	/* the slot numbers the update cleared: those slots go back */
-	if (TRIGGER_FIRED_BY_UPDATE(event) && to != JS_RUNNING && !js_restore)
-		JsReleaseJobSlots(cols, tupdesc, trigdata->tg_trigtuple, newtup);
+	if (oldslot != NULL && to != JS_RUNNING && !js_restore)
+		JsReleaseJobSlots(cols, oldslot, newslot);
 
 	/* a restore brings the slots and the queue's flag with it */
-	if (!js_restore &&
-		JsNamesNewLimit(cols, tupdesc, newtup,
-						TRIGGER_FIRED_BY_UPDATE(event) ? trigdata->tg_trigtuple : NULL))
+	if (!js_restore && JsNamesNewLimit(cols, newslot, oldslot))
 	{
-		Datum		queue = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
+		Datum		queue = slot_getattr(newslot, cols->queue, &isnull);
 		bool		no_resource;
 		bool		no_key;
-		Datum		resource = heap_getattr(newtup, cols->resource, tupdesc, &no_resource);
-		Datum		key = heap_getattr(newtup, cols->concurrency_key, tupdesc, &no_key);
+		Datum		resource = slot_getattr(newslot, cols->resource, &no_resource);
+		Datum		key = slot_getattr(newslot, cols->concurrency_key, &no_key);
 
 		JsTriggerSpiConnect(trigdata->tg_relation, &saved_user);
 		JsJobNamesLimits(queue, resource, !no_resource, key, !no_key);
@@ -182,27 +178,25 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 	 * job_event_log (with track_events off too: they were recorded); a
 	 * change the new row holds needs no row.
 	 */
-	if (JsWriteOutHeld(cols, trigdata->tg_relation, trigdata->tg_trigtuple, newtup) ||
-		!js_track_events)
+	if (JsWriteOutHeld(cols, oldslot, newslot) || !js_track_events)
 		return PointerGetDatum(NULL);
 
-	ev.generation = JsTupleInt32(newtup, tupdesc, cols->generation, &isnull);
-	ev.from = JsTupleStatus(cols, trigdata->tg_trigtuple, tupdesc);
+	ev.generation = JsTupleInt32(newslot, cols->generation, &isnull);
+	ev.from = JsTupleStatus(cols, oldslot);
 	if (ev.from == to &&
-		JsTupleInt32(trigdata->tg_trigtuple, tupdesc, cols->generation, &isnull) == ev.generation)
+		JsTupleInt32(oldslot, cols->generation, &isnull) == ev.generation)
 		return PointerGetDatum(NULL);
 	ev.to = to;
-	ev.queue = heap_getattr(newtup, cols->queue, tupdesc, &isnull);
-	ev.job_id = heap_getattr(newtup, cols->id, tupdesc, &isnull);
-	ev.reason = heap_getattr(newtup, cols->reason, tupdesc, &ev.reason_null);
+	ev.queue = slot_getattr(newslot, cols->queue, &isnull);
+	ev.job_id = slot_getattr(newslot, cols->id, &isnull);
+	ev.reason = slot_getattr(newslot, cols->reason, &ev.reason_null);
 	/*
 	 * The worker only where the change named it (a claim): every later
 	 * event of the generation has the same one, and a worker's name is
 	 * often the widest part of the row.
 	 */
-	if (to == JS_RUNNING ||
-		!JsSameValue(trigdata->tg_trigtuple, newtup, tupdesc, cols->worker))
-		ev.worker = heap_getattr(newtup, cols->worker, tupdesc, &ev.worker_null);
+	if (to == JS_RUNNING || !JsSameValue(oldslot, newslot, cols->worker))
+		ev.worker = slot_getattr(newslot, cols->worker, &ev.worker_null);
 	else
 	{
 		ev.worker = (Datum) 0;

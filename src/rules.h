@@ -52,11 +52,11 @@ typedef struct JsHeldSeqs
 } JsHeldSeqs;
 
 extern void JsWriteEvent(const Oid *status_oids, const JsEvent *ev);
-extern bool JsHoldEvents(const JsJobColumns *cols, Relation jobrel,
-						 HeapTuple oldtup, HeapTuple newtup,
+extern bool JsHoldEvents(const JsJobColumns *cols,
+						 TupleTableSlot *oldslot, TupleTableSlot *newslot,
 						 JsStatus from, JsStatus to, JsHeldSeqs *held);
-extern bool JsWriteOutHeld(const JsJobColumns *cols, Relation jobrel,
-						   HeapTuple oldtup, HeapTuple newtup);
+extern bool JsWriteOutHeld(const JsJobColumns *cols,
+						   TupleTableSlot *oldslot, TupleTableSlot *newslot);
 
 /* retry.c */
 extern Interval *JsRetryDelay(const Interval *retry_interval, double backoff_rate,

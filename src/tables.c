@@ -352,12 +352,18 @@ JsJobColumnsFor(Relation rel)
 	return &js_cols;
 }
 
+/*
+ * The readers below take the trigger's slots (tg_trigslot, tg_newslot),
+ * not its tuples: a slot deforms its tuple once, as far as the columns
+ * asked for, where heap_getattr walks a job row (which always has NULLs)
+ * from its first column again for every column it returns.
+ */
 JsStatus
-JsTupleStatus(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc)
+JsTupleStatus(const JsJobColumns *cols, TupleTableSlot *slot)
 {
 	bool		isnull;
 
-	return JsStatusOfLabel(cols, heap_getattr(tuple, cols->status, tupdesc, &isnull));
+	return JsStatusOfLabel(cols, slot_getattr(slot, cols->status, &isnull));
 }
 
 /* the JsStatus of a label (an OID of job_state.status) */
@@ -374,50 +380,48 @@ JsStatusOfLabel(const JsJobColumns *cols, Datum label)
 }
 
 int32
-JsTupleInt32(HeapTuple tuple, TupleDesc tupdesc, int attnum, bool *isnull)
+JsTupleInt32(TupleTableSlot *slot, int attnum, bool *isnull)
 {
-	Datum		d = heap_getattr(tuple, attnum, tupdesc, isnull);
+	Datum		d = slot_getattr(slot, attnum, isnull);
 
 	return *isnull ? 0 : DatumGetInt32(d);
 }
 
 int64
-JsTupleJobId(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc)
+JsTupleJobId(const JsJobColumns *cols, TupleTableSlot *slot)
 {
 	bool		isnull;
 
-	return DatumGetInt64(heap_getattr(tuple, cols->id, tupdesc, &isnull));
+	return DatumGetInt64(slot_getattr(slot, cols->id, &isnull));
 }
 
 /*
- * Is the job of tuple ready to be claimed (accepted; its run_after may
+ * Is the job of slot ready to be claimed (accepted; its run_after may
  * still lie ahead), and at which key of the ready index?  The frontiers'
  * events are made of this (frontier.c).
  */
 bool
-JsTupleReadyKey(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc,
-				JsClaimKey *key)
+JsTupleReadyKey(const JsJobColumns *cols, TupleTableSlot *slot, JsClaimKey *key)
 {
 	bool		isnull;
 
-	if (JsTupleStatus(cols, tuple, tupdesc) != JS_ACCEPTED)
+	if (JsTupleStatus(cols, slot) != JS_ACCEPTED)
 		return false;
-	key->priority = JsTupleInt32(tuple, tupdesc, cols->priority, &isnull);
-	key->run_after = DatumGetTimestampTz(heap_getattr(tuple, cols->run_after, tupdesc, &isnull));
-	key->id = JsTupleJobId(cols, tuple, tupdesc);
+	key->priority = JsTupleInt32(slot, cols->priority, &isnull);
+	key->run_after = DatumGetTimestampTz(slot_getattr(slot, cols->run_after, &isnull));
+	key->id = JsTupleJobId(cols, slot);
 	return true;
 }
 
 /*
- * Note the changes of a job's readiness for the queue's frontier: oldtup
- * (NULL for an insert) stops being ready, newtup (NULL for a delete)
+ * Note the changes of a job's readiness for the queue's frontier: oldslot
+ * (NULL for an insert) stops being ready, newslot (NULL for a delete)
  * becomes ready, unless both are ready at the same key.
  */
 void
-JsNoteReadiness(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
-				HeapTuple newtup)
+JsNoteReadiness(const JsJobColumns *cols, Relation rel, TupleTableSlot *oldslot,
+				TupleTableSlot *newslot)
 {
-	TupleDesc	tupdesc = RelationGetDescr(rel);
 	JsClaimKey	oldkey;
 	JsClaimKey	newkey;
 	bool		old_ready;
@@ -426,21 +430,21 @@ JsNoteReadiness(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 
 	if (!JsFrontierEnabled())
 		return;
-	old_ready = oldtup != NULL && JsTupleReadyKey(cols, oldtup, tupdesc, &oldkey);
-	new_ready = newtup != NULL && JsTupleReadyKey(cols, newtup, tupdesc, &newkey);
+	old_ready = oldslot != NULL && JsTupleReadyKey(cols, oldslot, &oldkey);
+	new_ready = newslot != NULL && JsTupleReadyKey(cols, newslot, &newkey);
 	if (old_ready && new_ready && JsClaimKeyCmp(&oldkey, &newkey) == 0 &&
-		JsSameValue(oldtup, newtup, tupdesc, cols->queue))
+		JsSameValue(oldslot, newslot, cols->queue))
 		return;
 	if (old_ready)
 	{
-		char	   *queue = TextDatumGetCString(heap_getattr(oldtup, cols->queue, tupdesc, &isnull));
+		char	   *queue = TextDatumGetCString(slot_getattr(oldslot, cols->queue, &isnull));
 
 		JsFrontierNoteLeft(RelationGetRelid(rel), queue, &oldkey);
 		pfree(queue);
 	}
 	if (new_ready)
 	{
-		char	   *queue = TextDatumGetCString(heap_getattr(newtup, cols->queue, tupdesc, &isnull));
+		char	   *queue = TextDatumGetCString(slot_getattr(newslot, cols->queue, &isnull));
 
 		JsFrontierNoteReady(RelationGetRelid(rel), queue, &newkey);
 		pfree(queue);
@@ -448,34 +452,33 @@ JsNoteReadiness(const JsJobColumns *cols, Relation rel, HeapTuple oldtup,
 }
 
 /*
- * Note the lease newtup carries for this session's lease floors
+ * Note the lease newslot carries for this session's lease floors
  * (lease_floor.c): one that could lie below a floor lowers it, so the
  * session's next check for run-out leases reads it.
  */
 void
-JsNoteLease(const JsJobColumns *cols, Relation rel, HeapTuple newtup)
+JsNoteLease(const JsJobColumns *cols, Relation rel, TupleTableSlot *newslot)
 {
-	TupleDesc	tupdesc = RelationGetDescr(rel);
 	bool		isnull;
-	Datum		expiry = heap_getattr(newtup, cols->lease_expires_at, tupdesc, &isnull);
+	Datum		expiry = slot_getattr(newslot, cols->lease_expires_at, &isnull);
 	char	   *queue;
 
 	if (isnull || !JsLeaseFloorMayHide(DatumGetTimestampTz(expiry)))
 		return;
-	queue = TextDatumGetCString(heap_getattr(newtup, cols->queue, tupdesc, &isnull));
+	queue = TextDatumGetCString(slot_getattr(newslot, cols->queue, &isnull));
 	JsLeaseFloorLower(RelationGetRelid(rel), queue, DatumGetTimestampTz(expiry));
 	pfree(queue);
 }
 
 /* same value, looking through TOAST when the raw datums differ */
 bool
-JsSameValue(HeapTuple a, HeapTuple b, TupleDesc tupdesc, int attnum)
+JsSameValue(TupleTableSlot *a, TupleTableSlot *b, int attnum)
 {
-	Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
+	Form_pg_attribute att = TupleDescAttr(a->tts_tupleDescriptor, attnum - 1);
 	bool		null_a;
 	bool		null_b;
-	Datum		da = heap_getattr(a, attnum, tupdesc, &null_a);
-	Datum		db = heap_getattr(b, attnum, tupdesc, &null_b);
+	Datum		da = slot_getattr(a, attnum, &null_a);
+	Datum		db = slot_getattr(b, attnum, &null_b);
 
 	if (null_a || null_b)
 		return null_a == null_b;

@@ -10,6 +10,7 @@
 #define JS_TABLES_H
 
 #include "access/htup.h"
+#include "executor/tuptable.h"
 #include "utils/acl.h"
 #include "utils/jsonb.h"
 #include "utils/relcache.h"
@@ -79,16 +80,16 @@ typedef struct JsJobColumns
 
 extern const JsJobColumns *JsJobColumnsFor(Relation rel);
 extern bool JsStatusFinished(JsStatus s);
-extern JsStatus JsTupleStatus(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc);
+extern JsStatus JsTupleStatus(const JsJobColumns *cols, TupleTableSlot *slot);
 extern JsStatus JsStatusOfLabel(const JsJobColumns *cols, Datum label);
-extern int32 JsTupleInt32(HeapTuple tuple, TupleDesc tupdesc, int attnum, bool *isnull);
-extern int64 JsTupleJobId(const JsJobColumns *cols, HeapTuple tuple, TupleDesc tupdesc);
-extern bool JsTupleReadyKey(const JsJobColumns *cols, HeapTuple tuple,
-							TupleDesc tupdesc, JsClaimKey *key);
+extern int32 JsTupleInt32(TupleTableSlot *slot, int attnum, bool *isnull);
+extern int64 JsTupleJobId(const JsJobColumns *cols, TupleTableSlot *slot);
+extern bool JsTupleReadyKey(const JsJobColumns *cols, TupleTableSlot *slot,
+							JsClaimKey *key);
 extern void JsNoteReadiness(const JsJobColumns *cols, Relation rel,
-							HeapTuple oldtup, HeapTuple newtup);
-extern void JsNoteLease(const JsJobColumns *cols, Relation rel, HeapTuple newtup);
-extern bool JsSameValue(HeapTuple a, HeapTuple b, TupleDesc tupdesc, int attnum);
+							TupleTableSlot *oldslot, TupleTableSlot *newslot);
+extern void JsNoteLease(const JsJobColumns *cols, Relation rel, TupleTableSlot *newslot);
+extern bool JsSameValue(TupleTableSlot *a, TupleTableSlot *b, int attnum);
 
 /* attribute numbers of job_event, looked up once per relation */
 typedef struct JsEventColumns

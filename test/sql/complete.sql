@@ -230,3 +230,45 @@ SELECT job_state.cancel(job_id) FROM job_state.my_jobs WHERE queue = 'skipq' AND
 DROP TRIGGER skip_all ON job_state.job;
 DROP FUNCTION skip_change();
 SELECT status, count(*) FROM job_state.job WHERE queue = 'skipq' GROUP BY status ORDER BY status;
+
+-- a BEFORE UPDATE trigger that fires before job_state_fsm (names sort
+-- first) and rewrites the row: the state machine judges the row as that
+-- trigger left it, not as the update wrote it.  Rewinding attempts on a
+-- completion, or changing the input on a claim, is refused; a worker name
+-- rewritten on the claim is the one the history holds.
+SELECT job_state.create_queue('rewq');
+SELECT job_id AS rw1 FROM job_state.submit('rewq', '{"n": 1}') \gset
+SELECT job_id AS rw2 FROM job_state.submit('rewq', '{"n": 2}') \gset
+CREATE FUNCTION rewrite_change() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN
+	IF TG_ARGV[0] = 'attempts' THEN NEW.attempts := 0;
+	ELSIF TG_ARGV[0] = 'input' THEN NEW.input := '{"n": 0}';
+	ELSE NEW.worker := 'rewritten';
+	END IF;
+	RETURN NEW;
+END $$;
+CREATE TRIGGER a_rewrite_worker BEFORE UPDATE ON job_state.job
+	FOR EACH ROW WHEN (NEW.queue = 'rewq' AND OLD.status = 'accepted' AND NEW.status = 'running')
+	EXECUTE FUNCTION rewrite_change('worker');
+SELECT token AS rt1 FROM job_state.claim('rewq', 'w') \gset
+SELECT worker, attempts FROM job_state.job WHERE id = :rw1;
+SELECT from_status, to_status, detail->>'worker' AS worker FROM job_state.job_event WHERE job_id = :rw1 ORDER BY seq;
+DROP TRIGGER a_rewrite_worker ON job_state.job;
+CREATE TRIGGER a_rewrite_attempts BEFORE UPDATE ON job_state.job
+	FOR EACH ROW WHEN (NEW.queue = 'rewq' AND OLD.status = 'running')
+	EXECUTE FUNCTION rewrite_change('attempts');
+\set VERBOSITY default
+SELECT job_state.succeed(:'rt1');
+\set VERBOSITY sqlstate
+DROP TRIGGER a_rewrite_attempts ON job_state.job;
+CREATE TRIGGER a_rewrite_input BEFORE UPDATE ON job_state.job
+	FOR EACH ROW WHEN (NEW.queue = 'rewq' AND OLD.status = 'accepted')
+	EXECUTE FUNCTION rewrite_change('input');
+\set VERBOSITY default
+SELECT count(*) FROM job_state.claim('rewq', 'w');
+\set VERBOSITY sqlstate
+DROP TRIGGER a_rewrite_input ON job_state.job;
+DROP FUNCTION rewrite_change();
+SELECT job_state.succeed(:'rt1');
+SELECT id, status, attempts, input FROM job_state.job WHERE queue = 'rewq' ORDER BY id;
+SELECT from_status, to_status, detail->>'worker' AS worker FROM job_state.job_event WHERE job_id = :rw1 ORDER BY seq;
