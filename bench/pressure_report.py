@@ -259,15 +259,22 @@ NO_RATIO = {"offered_s", "horizon_max", "busy_mean", "steal_max", "cluster_mean"
             "lag_max", "vacuums_end"}
 
 runs_file = os.path.join(out, "pressure_runs.tsv")
-order, errors = [], {}
+# (scenario, system, tag) of round 1, which the tables below show; every
+# round's runs by (scenario, system, round) for the rounds section
+order, errors, rounds_order = [], {}, []
 for line in open(runs_file):
     f = line.rstrip("\n").split("\t")
     if len(f) >= 3:
-        order.append((f[0], f[1], f[2]))
+        rnd = int(f[4]) if len(f) > 4 and f[4].isdigit() else 1
+        rounds_order.append((f[0], f[1], f[2], rnd))
+        if rnd == 1:
+            order.append((f[0], f[1], f[2]))
         if len(f) > 3 and f[3]:
-            errors[(f[0], f[1])] = f[3]
-runs = {(sc, sy): load_run(tag) for sc, sy, tag in order}
-runs = {k: v for k, v in runs.items() if v}
+            errors[(f[0], f[1])] = (errors.get((f[0], f[1]), "") + f" (round {rnd}) " + f[3]).strip()
+all_runs = {(sc, sy, rnd): load_run(tag) for sc, sy, tag, rnd in rounds_order}
+all_runs = {k: v for k, v in all_runs.items() if v}
+runs = {(sc, sy): v for (sc, sy, rnd), v in all_runs.items() if rnd == 1}
+NROUNDS = max((rnd for _, _, _, rnd in rounds_order), default=1)
 SYSTEMS = [sy for sy in ALL_SYSTEMS if any(y == sy for _, y, _ in order)]
 ratios = [(a, b) for a, b in RATIOS if a in SYSTEMS and b in SYSTEMS]
 
@@ -277,16 +284,17 @@ cols = ["scenario", "system", "slice", "phase", "t_start", "t_end", "secs", "ins
         "entries_per_claim", "heap_bytes", "index_bytes", "table_total_bytes", "history_total_bytes",
         "horizon_age_xids", "cpu_busy_pct", "steal_pct", "cluster_cpu_pct", "pins_cpu_pct", "queue_cpu_pct",
         "clients_cpu_pct", "others_cpu_pct",
-        "producer_lag_ms"]
+        "producer_lag_ms", "round"]
 with open(os.path.join(out, "pressure_slices.tsv"), "w", newline="") as fh:
     w = csv.writer(fh, delimiter="\t", lineterminator="\n")
     w.writerow(cols)
-    for (sc, sy), run in runs.items():
+    for (sc, sy, rnd), run in all_runs.items():
         for s in run["slices"]:
             row = [sc, sy]
-            for c in cols[2:]:
+            for c in cols[2:-1]:
                 v = s[c]
                 row.append("" if v is None else (f"{v:.3f}" if isinstance(v, float) else v))
+            row.append(rnd)
             w.writerow(row)
 
 scenarios = []
@@ -384,3 +392,69 @@ if any(base_runs.values()) and len(scenarios) > 1:
                   f"{fmt(tot / nrows if nrows else None)} | {ratio(tot, btot)} | "
                   f"{ratio(tot / nrows if nrows else None, btot / bn if btot and bn else None)} |")
     print()
+
+
+def clean_cpu(run):
+    """The clean phase of one run: its stats, and the queue backends' CPU ms
+    per completed job (their ticks over the slices that have a figure, over
+    the jobs completed in those slices)."""
+    st = phase_stats(run, "clean")
+    if not st:
+        return None
+    cpu_s = done = 0.0
+    for s in run["slices"]:
+        if s["phase"] == "clean" and s["queue_cpu_pct"] is not None:
+            cpu_s += s["queue_cpu_pct"] / 100 * s["secs"] * run["nproc"]
+            done += s["completed"]
+    st["queue_ms_job"] = cpu_s * 1000 / done if done else None
+    return st
+
+
+def spread(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "-"
+    return f"{statistics.median(xs):.2f} ({min(xs):.2f} to {max(xs):.2f})"
+
+
+# the clean phase of every round, and the ratios of the systems that ran in
+# the same round: paired, so that a slow minute of the machine counts once
+if NROUNDS > 1:
+    print(f"### rounds: the clean phase of each of the {NROUNDS} rounds")
+    print()
+    print("Odd rounds run the systems in the order given, even ones in reverse.  queue CPU ms / job: the queue "
+          "backends' (consumers' and producer's) user and system time over the clean slices, divided by the jobs "
+          "completed in them.  A system that fell behind (completed / offered below 1, a growing depth) "
+          "ran a different mix (no empty polls, fuller group commits) from one that kept up.")
+    print()
+    for sc in scenarios:
+        print(f"#### {sc}")
+        print()
+        print("| round | system | completed / offered | pickup p95 ms, median of slices | max depth | "
+              "machine CPU busy %, mean | queue CPU %, mean | queue CPU ms / job |")
+        print("|---:|---|---:|---:|---:|---:|---:|---:|")
+        per_round = {}
+        for sc2, sy, tag, rnd in rounds_order:
+            run = all_runs.get((sc2, sy, rnd))
+            if sc2 != sc or not run:
+                continue
+            st = clean_cpu(run)
+            if not st:
+                continue
+            per_round.setdefault(rnd, {})[sy] = st
+            print(f"| {rnd} | {sy} | {fmt(st['completed_frac'], 2)} | {fmt(st['p95_med'], 1)} | "
+                  f"{fmt(st['max_depth'])} | {fmt(st['busy_mean'])} | {fmt(st['queue_mean'])} | "
+                  f"{fmt(st['queue_ms_job'], 3)} |")
+        print()
+        for a, b in ratios:
+            pairs = [(r[a], r[b]) for _, r in sorted(per_round.items()) if a in r and b in r]
+            if not pairs:
+                continue
+
+            def rr(key):
+                return [x[key] / y[key] if x[key] and y[key] else None for x, y in pairs]
+
+            print(f"{a} / {b}, median of {len(pairs)} rounds (lowest to highest): machine CPU busy "
+                  f"{spread(rr('busy_mean'))}; queue CPU {spread(rr('queue_mean'))}; queue CPU per job "
+                  f"{spread(rr('queue_ms_job'))}; completed / offered {spread(rr('completed_frac'))}")
+            print()
