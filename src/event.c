@@ -50,7 +50,6 @@
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "job_state.h"
@@ -93,17 +92,25 @@ JsEventDetail(const JsEvent *ev, bool *isnull)
 	return JsonbPGetDatum(JsonbValueToJsonb(obj));
 }
 
-/* job_event_log, or in a 0.1.0 schema the table job_event */
-static Oid
-JsEventLogRelid(void)
+/*
+ * job_event_log, or in a 0.1.0 schema the table job_event, opened with
+ * RowExclusiveLock.  Its kind is checked on the open relation: a
+ * job_event that is not a table (the view of 0.2.0) is no history table.
+ */
+static Relation
+JsOpenEventLog(void)
 {
 	Oid			relid = JsOwnRelidIfAny("job_event_log");
+	Relation	rel;
 
 	if (!OidIsValid(relid))
 		relid = JsOwnRelidIfAny("job_event");
-	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+	if (!OidIsValid(relid))
 		elog(ERROR, "job_state: table job_event_log is missing");
-	return relid;
+	rel = table_open(relid, RowExclusiveLock);
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		elog(ERROR, "job_state: table job_event_log is missing");
+	return rel;
 }
 
 static int64
@@ -120,7 +127,6 @@ JsNextEventSeq(void)
 void
 JsWriteEvent(const Oid *status_oids, const JsEvent *ev)
 {
-	Oid			relid = JsEventLogRelid();
 	Relation	rel;
 	const JsEventColumns *cols;
 	Datum		detail;
@@ -130,7 +136,7 @@ JsWriteEvent(const Oid *status_oids, const JsEvent *ev)
 	int64		seq = ev->seq != 0 ? ev->seq : JsNextEventSeq();
 
 	detail = JsEventDetail(ev, &detail_null);
-	rel = table_open(relid, RowExclusiveLock);
+	rel = JsOpenEventLog();
 	cols = JsEventColumnsFor(rel);
 
 	JsRowWriterBegin(&w, rel, false);
