@@ -270,11 +270,13 @@ for line in open(runs_file):
         if rnd == 1:
             order.append((f[0], f[1], f[2]))
         if len(f) > 3 and f[3]:
-            errors[(f[0], f[1])] = (errors.get((f[0], f[1]), "") + f" (round {rnd}) " + f[3]).strip()
+            errors.setdefault((f[0], f[1]), []).append((rnd, f[3]))
 all_runs = {(sc, sy, rnd): load_run(tag) for sc, sy, tag, rnd in rounds_order}
 all_runs = {k: v for k, v in all_runs.items() if v}
 runs = {(sc, sy): v for (sc, sy, rnd), v in all_runs.items() if rnd == 1}
 NROUNDS = max((rnd for _, _, _, rnd in rounds_order), default=1)
+errors = {k: "; ".join(f"round {rnd}: {e}" if NROUNDS > 1 else e for rnd, e in v)
+          for k, v in errors.items()}
 SYSTEMS = [sy for sy in ALL_SYSTEMS if any(y == sy for _, y, _ in order)]
 ratios = [(a, b) for a, b in RATIOS if a in SYSTEMS and b in SYSTEMS]
 
