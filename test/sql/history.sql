@@ -177,3 +177,16 @@ SELECT count(*) FILTER (WHERE prev IS NOT NULL AND prev <> from_status) AS break
   FROM e JOIN job_state.job j ON j.id = e.job_id
  WHERE j.id <> :k;  -- its last change went unrecorded
 SELECT * FROM pg_temp.hist(:m);
+
+-- the history table gone (a superuser renamed it): job_state does not write
+-- a change's history row into the view job_event, it refuses the change
+SELECT job_id AS g FROM job_state.submit('hm', '{"n": 10}') \gset
+BEGIN;
+ALTER TABLE job_state.job_event_log RENAME TO job_event_log_moved;
+\set VERBOSITY terse
+SELECT job_state.cancel(:g);
+\set VERBOSITY default
+ROLLBACK;
+SELECT status FROM job_state.job WHERE id = :g;
+SELECT job_state.cancel(:g);
+SELECT from_status, to_status FROM job_state.job_event_log WHERE job_id = :g ORDER BY seq;
