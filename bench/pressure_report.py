@@ -412,6 +412,11 @@ def clean_cpu(run):
     return st
 
 
+def paired(pairs, key):
+    """Per round, the first system's figure over the second's."""
+    return [x[key] / y[key] if x[key] and y[key] else None for x, y in pairs]
+
+
 def spread(xs):
     xs = [x for x in xs if x is not None]
     if not xs:
@@ -436,7 +441,7 @@ if NROUNDS > 1:
               "machine CPU busy %, mean | queue CPU %, mean | queue CPU ms / job |")
         print("|---:|---|---:|---:|---:|---:|---:|---:|")
         per_round = {}
-        for sc2, sy, tag, rnd in rounds_order:
+        for sc2, sy, _, rnd in rounds_order:
             run = all_runs.get((sc2, sy, rnd))
             if sc2 != sc or not run:
                 continue
@@ -452,11 +457,8 @@ if NROUNDS > 1:
             pairs = [(r[a], r[b]) for _, r in sorted(per_round.items()) if a in r and b in r]
             if not pairs:
                 continue
-
-            def rr(key):
-                return [x[key] / y[key] if x[key] and y[key] else None for x, y in pairs]
-
             print(f"{a} / {b}, median of {len(pairs)} rounds (lowest to highest): machine CPU busy "
-                  f"{spread(rr('busy_mean'))}; queue CPU {spread(rr('queue_mean'))}; queue CPU per job "
-                  f"{spread(rr('queue_ms_job'))}; completed / offered {spread(rr('completed_frac'))}")
+                  f"{spread(paired(pairs, 'busy_mean'))}; queue CPU {spread(paired(pairs, 'queue_mean'))}; "
+                  f"queue CPU per job {spread(paired(pairs, 'queue_ms_job'))}; "
+                  f"completed / offered {spread(paired(pairs, 'completed_frac'))}")
             print()
