@@ -187,6 +187,15 @@ ALTER TABLE job_state.job_event_log RENAME TO job_event_log_moved;
 SELECT job_state.cancel(:g);
 \set VERBOSITY default
 ROLLBACK;
+-- the view job_event renamed away too (in a 0.1.0 schema the table had that
+-- name, and the lookup falls back to it): the change is refused the same way
+BEGIN;
+ALTER TABLE job_state.job_event_log RENAME TO job_event_log_moved;
+ALTER VIEW job_state.job_event RENAME TO job_event_moved;
+\set VERBOSITY terse
+SELECT job_state.cancel(:g);
+\set VERBOSITY default
+ROLLBACK;
 SELECT status FROM job_state.job WHERE id = :g;
 SELECT job_state.cancel(:g);
 SELECT from_status, to_status FROM job_state.job_event_log WHERE job_id = :g ORDER BY seq;
