@@ -96,6 +96,8 @@ JsEventDetail(const JsEvent *ev, bool *isnull)
  * job_event_log, or in a 0.1.0 schema the table job_event, opened with
  * RowExclusiveLock.  Its kind is checked on the open relation: a
  * job_event that is not a table (the view of 0.2.0) is no history table.
+ * Either refusal (no such relation: 42P01; not a table: 42809) is an
+ * error, so the change that needed the row is rolled back with it.
  */
 static Relation
 JsOpenEventLog(void)
@@ -106,10 +108,19 @@ JsOpenEventLog(void)
 	if (!OidIsValid(relid))
 		relid = JsOwnRelidIfAny("job_event");
 	if (!OidIsValid(relid))
-		elog(ERROR, "job_state: table job_event_log is missing");
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("job_state: table job_event_log is missing"),
+				 errdetail("A change of a job that the job row does not hold needs a history row, and the schema of the job table has no relation job_event_log or job_event."),
+				 errhint("Rename the table back to job_event_log; the change was not made.")));
 	rel = table_open(relid, RowExclusiveLock);
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
-		elog(ERROR, "job_state: table job_event_log is missing");
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("job_state: relation %s is not a table",
+						RelationGetRelationName(rel)),
+				 errdetail("A change of a job that the job row does not hold needs a history row, and table job_event_log is missing; history rows go only into a plain table."),
+				 errhint("Rename the table back to job_event_log; the change was not made.")));
 	return rel;
 }
 

@@ -179,23 +179,26 @@ SELECT count(*) FILTER (WHERE prev IS NOT NULL AND prev <> from_status) AS break
 SELECT * FROM pg_temp.hist(:m);
 
 -- the history table gone (a superuser renamed it): job_state does not write
--- a change's history row into the view job_event, it refuses the change
+-- a change's history row into the view job_event (in a 0.1.0 schema the
+-- table had that name, and the lookup falls back to it), it refuses the
+-- change: 42809, the view is not a table
 SELECT job_id AS g FROM job_state.submit('hm', '{"n": 10}') \gset
+\set VERBOSITY default
+\set SHOW_CONTEXT never
 BEGIN;
 ALTER TABLE job_state.job_event_log RENAME TO job_event_log_moved;
-\set VERBOSITY terse
 SELECT job_state.cancel(:g);
-\set VERBOSITY default
+\echo :LAST_ERROR_SQLSTATE
 ROLLBACK;
--- the view job_event renamed away too (in a 0.1.0 schema the table had that
--- name, and the lookup falls back to it): the change is refused the same way
+-- the view job_event renamed away too: nothing to fall back to, 42P01
 BEGIN;
 ALTER TABLE job_state.job_event_log RENAME TO job_event_log_moved;
 ALTER VIEW job_state.job_event RENAME TO job_event_moved;
-\set VERBOSITY terse
 SELECT job_state.cancel(:g);
-\set VERBOSITY default
+\echo :LAST_ERROR_SQLSTATE
 ROLLBACK;
+\set SHOW_CONTEXT errors
+\set VERBOSITY sqlstate
 SELECT status FROM job_state.job WHERE id = :g;
 SELECT job_state.cancel(:g);
 SELECT from_status, to_status FROM job_state.job_event_log WHERE job_id = :g ORDER BY seq;
