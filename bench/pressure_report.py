@@ -14,6 +14,9 @@ per run (OUTDIR/raw/pressure_<scenario>_<system>.*):
                 pickup latency p50 / p95 / max in ms of the jobs claimed in it
   .bytes.tsv    relation, kind, bytes, rows in the job table, after the run
   .producer.log pgbench -R of the producer (its 5-s lag)
+  .sched.tsv    once a second, each server process of the bench database: pid,
+                role, state and wait event (pg_stat_activity), on-CPU and
+                runqueue-wait ns (/proc/PID/schedstat)
 
 A slice belongs to the phase its middle falls in.  Per phase (see
 bench/README.md, "Pressure"):
@@ -157,9 +160,70 @@ def load_run(tag):
             if len(f) == 4:
                 rels.append((f[0], f[1], int(f[2]), int(f[3])))
     return {"phases": {"clean": c, "pressure": pr, "recovery": rc}, "rate": rate, "slices": slices,
+            "base": base, "sched": load_sched(p + ".sched.tsv", base, c, pr),
             "rels": rels, "pin_log": open(p + ".pin.log").read() if os.path.exists(p + ".pin.log") else "",
             "consumers": ph.get("consumers"), "sessions": ph.get("sessions"), "nproc": nproc,
             "producers": ph.get("producers", "2")}
+
+
+# the roles of pressure_sched's lines, in the order the report shows them
+SCHED_ROLES = [("consumers", "the 8 consumers' backends"), ("producers", "the producer's backends"),
+               ("readers", "the horizon sessions' backends"), ("readers' workers", "their parallel workers"),
+               ("autovacuum", "autovacuum workers"), ("other", "other backends of the bench database")]
+
+
+def sched_role(app):
+    if app.startswith("job_state_bench_pin"):
+        return "readers' workers" if app.endswith("/worker") else "readers"
+    if app.startswith("job_state_bench_consumer"):
+        return "consumers"
+    if app.startswith("job_state_bench_producer"):
+        return "producers"
+    if app == "autovacuum worker":
+        return "autovacuum"
+    return "other"
+
+
+def load_sched(path, base, c, pr):
+    """pressure_sched's 1-s lines: per phase and role, the seconds on a CPU
+    and waiting for one (deltas of /proc/PID/schedstat between two samples of
+    the same process, given to the phase of their midpoint), the distinct
+    processes, and the sampled states: 'no wait event' (active, on a CPU or
+    runnable), 'client' (idle: waiting for its pgbench client), else the
+    wait event.  None when the run has no such file."""
+    if not os.path.exists(path):
+        return None
+    def phase_of(t):
+        return "clean" if t - base < c else "pressure" if t - base < c + pr else "recovery"
+    last, out = {}, {}
+    for line in open(path):
+        f = line.rstrip("\n").split("\t")
+        if len(f) != 8:
+            continue
+        try:
+            t, pid, run_ns, wait_ns = float(f[0]), int(f[1]), int(f[6]), int(f[7])
+        except ValueError:
+            continue
+        role = sched_role(f[2])
+        st, wt, we = f[3], f[4], f[5]
+        ph = phase_of(t)
+        r = out.setdefault(ph, {}).setdefault(role, {"run": 0.0, "wait": 0.0, "pids": set(), "states": {}})
+        r["pids"].add(pid)
+        if st.startswith("idle"):
+            k = "client"
+        elif wt:
+            k = f"{wt}:{we}"
+        else:
+            k = "no wait event"
+        r["states"][k] = r["states"].get(k, 0) + 1
+        prev = last.get(pid)
+        last[pid] = (t, run_ns, wait_ns)
+        if prev and run_ns >= prev[1] and wait_ns >= prev[2]:
+            d = out.setdefault(phase_of((t + prev[0]) / 2), {}).setdefault(
+                role, {"run": 0.0, "wait": 0.0, "pids": set(), "states": {}})
+            d["run"] += (run_ns - prev[1]) / 1e9
+            d["wait"] += (wait_ns - prev[2]) / 1e9
+    return out
 
 
 def phase_stats(run, phase):
@@ -361,6 +425,43 @@ for sc in scenarios:
             print(f"Horizon sessions, {sy}: " + "; ".join(
                 ln.strip() for ln in pair[sy]["pin_log"].splitlines() if ln.strip() and "session" in ln))
             print()
+
+# where the backends' time goes: on a CPU, waiting for one, or waiting for
+# something else (pressure_sched, once a second)
+if any(r.get("sched") for r in runs.values()):
+    print("### where the backends' time goes (`/proc/PID/schedstat` and `pg_stat_activity`, once a second)")
+    print()
+    print("On a CPU and waiting for a CPU: the processes' run and runqueue-wait time from "
+          "`/proc/PID/schedstat` over the phase, in CPUs (seconds per second; the machine has "
+          f"{any_run['nproc'] if any_run else '?'}).  A process that lives less than a second (most parallel "
+          "workers) is missed by the deltas, not by the samples.  Sampled: the share of 1-s samples of the "
+          "role's processes in each state: no wait event (active, on a CPU or runnable), client (idle, "
+          "waiting for its pgbench client), else `wait_event_type:wait_event`, the largest three.")
+    print()
+    print("| scenario | phase | system | role | processes | on a CPU | waiting for a CPU | "
+          "sampled: no wait event | client | other waits, largest three |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---|")
+    for sc in scenarios:
+        for phase in ("clean", "pressure", "recovery"):
+            for sy in SYSTEMS:
+                run = runs.get((sc, sy))
+                sched = run.get("sched") if run else None
+                if not sched or phase not in sched:
+                    continue
+                secs = run["phases"][phase]
+                for role, _ in SCHED_ROLES:
+                    r = sched[phase].get(role)
+                    if not r:
+                        continue
+                    n = sum(r["states"].values())
+                    waits = sorted(((v, k) for k, v in r["states"].items()
+                                    if k not in ("no wait event", "client")), reverse=True)[:3]
+                    pct = lambda v: f"{100.0 * v / n:.0f} %" if n else "-"
+                    print(f"| {sc} | {phase} | {sy} | {role} | {len(r['pids'])} | {r['run'] / secs:.2f} | "
+                          f"{r['wait'] / secs:.2f} | {pct(r['states'].get('no wait event', 0))} | "
+                          f"{pct(r['states'].get('client', 0))} | "
+                          + (", ".join(f"{k} {pct(v)}" for v, k in waits) or "-") + " |")
+    print()
 
 # sizes at the end of each run against the run in which nothing pinned the
 # horizon (scenario none), per system: what a pinned horizon left behind
