@@ -129,6 +129,10 @@ def load_run(tag):
         cap = cdur * hz * nproc if cdur > 0 else None
         # live pgbench processes only: the slice in which they exit has no figure
         cl = b["clients"] - a["clients"] if b["clients"] >= a["clients"] else None
+        # the server's processes: a backend that has exited and is not yet in the
+        # postmaster's children's total takes its ticks out of the sum, so a
+        # slice in which the sum falls has no figure
+        ours = b["ours"] - a["ours"] if b["ours"] >= a["ours"] else None
         # the horizon sessions' backends: the slice in which one ends has no figure
         pins = b["pins"] - a["pins"] if a["pins"] is not None and b["pins"] is not None \
             and b["pins"] >= a["pins"] else None
@@ -145,12 +149,12 @@ def load_run(tag):
             "history_total_bytes": b["hist"], "horizon_age_xids": b["horizon"],
             "cpu_busy_pct": (b["busy"] - a["busy"]) / cap * 100 if cap else None,
             "steal_pct": (b["steal"] - a["steal"]) / cap * 100 if cap else None,
-            "cluster_cpu_pct": (b["ours"] - a["ours"]) / cap * 100 if cap else None,
+            "cluster_cpu_pct": ours / cap * 100 if cap and ours is not None else None,
             "clients_cpu_pct": cl / cap * 100 if cap and cl is not None else None,
             "pins_cpu_pct": pins / cap * 100 if cap and pins is not None else None,
-            "queue_cpu_pct": (b["ours"] - a["ours"] - pins) / cap * 100 if cap and pins is not None else None,
-            "others_cpu_pct": max(0.0, (b["busy"] - a["busy"] - (b["ours"] - a["ours"]) - cl) / cap * 100)
-            if cap and cl is not None else None,
+            "queue_cpu_pct": (ours - pins) / cap * 100 if cap and pins is not None and ours is not None else None,
+            "others_cpu_pct": max(0.0, (b["busy"] - a["busy"] - ours - cl) / cap * 100)
+            if cap and cl is not None and ours is not None else None,
             "producer_lag_ms": lag.get(j),
         })
     rels = []
@@ -163,7 +167,8 @@ def load_run(tag):
             "base": base, "sched": load_sched(p + ".sched.tsv", base, c, pr),
             "rels": rels, "pin_log": open(p + ".pin.log").read() if os.path.exists(p + ".pin.log") else "",
             "consumers": ph.get("consumers"), "sessions": ph.get("sessions"), "nproc": nproc,
-            "producers": ph.get("producers", "2")}
+            "producers": ph.get("producers", "2"), "pin_class": ph.get("pin_class", "none"),
+            "sched_mode": ph.get("sched", "on")}
 
 
 # the roles of pressure_sched's lines, in the order the report shows them
@@ -379,6 +384,16 @@ if any_run:
           "same_writes: job_state's tables and writes by hand-written SQL (no trigger, no function; its "
           "claim walks the ready index from the head, as the floor's).  Every slice: `pressure_slices.tsv`.")
     print()
+    if any_run["pin_class"] != "none":
+        how = "at nice 19" if any_run["pin_class"] == "nice" else "in the SCHED_IDLE class"
+        print(f"**Experiment, not the scenario of the targets:** the horizon sessions' backends ran {how} "
+              "with serial plans (`--pressure-pin-class`), so that they take only the CPU the queue leaves; "
+              "the queue's own limit shows apart from the CPU the readers take on this machine.")
+        print()
+    if any_run["sched_mode"] == "off":
+        print("The once-a-second sampler of the backends' scheduling was off (`--pressure-sched off`): "
+              "no table of where the backends' time goes.")
+        print()
 for sc in scenarios:
     pair = {sy: runs.get((sc, sy)) for sy in SYSTEMS}
     print(f"### {sc}: {SCEN_TEXT.get(sc, sc)}")
