@@ -41,9 +41,10 @@ import sys
 
 out = sys.argv[1]
 RAW = os.path.join(out, "raw")
-ALL_SYSTEMS = ["floor", "same_writes", "job_state"]
+ALL_SYSTEMS = ["oracle", "floor", "same_writes", "job_state"]
 # ratio columns: (numerator, denominator), shown when both systems ran
-RATIOS = [("job_state", "floor"), ("same_writes", "floor"), ("job_state", "same_writes")]
+RATIOS = [("job_state", "floor"), ("same_writes", "floor"), ("job_state", "same_writes"),
+          ("floor", "oracle"), ("job_state", "oracle")]
 MIN_SLICE = 2.5  # seconds; shorter slices give no latency figures
 SCEN_TEXT = {
     "idle": "one session `BEGIN; SELECT txid_current();` then idle in transaction",
@@ -382,7 +383,10 @@ if any_run:
           f"pressure {ph['pressure']} s, recovery {ph['recovery']} s; 5-s slices.  Each run starts from "
           f"an empty queue (2,000 finished rows).  The producer and the consumers share the {any_run['nproc']} CPUs with the server.  "
           "same_writes: job_state's tables and writes by hand-written SQL (no trigger, no function; its "
-          "claim walks the ready index from the head, as the floor's).  Every slice: `pressure_slices.tsv`.")
+          "claim walks the ready index from the head, as the floor's).  oracle: the floor's rows and two transactions "
+          "per job, each consumer told by a sequence which row to claim by its primary key: no search, the least "
+          "work any queue can do per job (its 'ready-index entries' are primary-key entries, claim and done).  "
+          "Every slice: `pressure_slices.tsv`.")
     print()
     if any_run["pin_class"] != "none":
         how = "at nice 19" if any_run["pin_class"] == "nice" else "in the SCHED_IDLE class"
@@ -412,8 +416,10 @@ for sc in scenarios:
         print("|---|" + "---:|" * (len(SYSTEMS) + len(ratios)))
         for label, key, nd in ROWS:
             v = {sy: st[sy][key] if st[sy] else None for sy in SYSTEMS}
-            if key == "hist_mb_end" and "floor" in v:
-                v["floor"] = None
+            if key == "hist_mb_end":
+                for sy in ("floor", "oracle"):
+                    if sy in v:
+                        v[sy] = None
             cells = [fmt(v[sy], nd) for sy in SYSTEMS]
             cells += ["" if key in NO_RATIO else ratio(v[a], v[b]) for a, b in ratios]
             print(f"| {label} | " + " | ".join(cells) + " |")

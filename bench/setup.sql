@@ -20,6 +20,27 @@ CREATE TABLE bench_floor (
 		autovacuum_analyze_scale_factor = 0.02);
 CREATE INDEX bench_floor_ready ON bench_floor (id) WHERE status = 'ready';
 
+-- The oracle: the floor's rows and its two transactions per job, without
+-- the search.  bench_oracle_take hands each consumer the id of the next row
+-- the producer inserts (bench/run copies bench_oracle_id_seq into it before
+-- every run); a claim is an UPDATE of that row by its primary key.  A lower
+-- bound of the work any queue does per job: no ready index, nothing read
+-- twice.
+CREATE TABLE bench_oracle (
+	id bigserial PRIMARY KEY,
+	status text NOT NULL DEFAULT 'ready',
+	payload jsonb NOT NULL,
+	attempts int NOT NULL DEFAULT 0,
+	worker text,
+	created_at timestamptz NOT NULL DEFAULT now(),
+	started_at timestamptz,
+	finished_at timestamptz
+) WITH (fillfactor = 80,
+		autovacuum_vacuum_scale_factor = 0.01,
+		autovacuum_vacuum_insert_scale_factor = 0.01,
+		autovacuum_analyze_scale_factor = 0.02);
+CREATE SEQUENCE bench_oracle_take;
+
 -- The floor with job_state's writes: tables shaped like job_state.job and
 -- job_state.job_event with the same indexes and storage options, and the
 -- rows job_state wrote per job before its job row held the latest events
