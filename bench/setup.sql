@@ -20,25 +20,22 @@ CREATE TABLE bench_floor (
 		autovacuum_analyze_scale_factor = 0.02);
 CREATE INDEX bench_floor_ready ON bench_floor (id) WHERE status = 'ready';
 
--- The oracle: the floor's rows and its two transactions per job, without
--- the search.  bench_oracle_take hands each consumer the id of the next row
+-- The oracle: the floor's rows (its columns, defaults and storage options;
+-- an id sequence and primary key of its own, no ready index) and its two
+-- transactions per job, without the search.  bench_oracle_take hands each consumer the id of the next row
 -- the producer inserts (bench/run copies bench_oracle_id_seq into it before
 -- every run); a claim is an UPDATE of that row by its primary key.  A lower
 -- bound of the work any queue does per job: no ready index, nothing read
 -- twice.
-CREATE TABLE bench_oracle (
-	id bigserial PRIMARY KEY,
-	status text NOT NULL DEFAULT 'ready',
-	payload jsonb NOT NULL,
-	attempts int NOT NULL DEFAULT 0,
-	worker text,
-	created_at timestamptz NOT NULL DEFAULT now(),
-	started_at timestamptz,
-	finished_at timestamptz
-) WITH (fillfactor = 80,
+CREATE SEQUENCE bench_oracle_id_seq;
+CREATE TABLE bench_oracle (LIKE bench_floor INCLUDING ALL EXCLUDING INDEXES)
+	WITH (fillfactor = 80,
 		autovacuum_vacuum_scale_factor = 0.01,
 		autovacuum_vacuum_insert_scale_factor = 0.01,
 		autovacuum_analyze_scale_factor = 0.02);
+ALTER TABLE bench_oracle ALTER id SET DEFAULT nextval('bench_oracle_id_seq'),
+	ADD PRIMARY KEY (id);
+ALTER SEQUENCE bench_oracle_id_seq OWNED BY bench_oracle.id;
 CREATE SEQUENCE bench_oracle_take;
 
 -- The floor with job_state's writes: tables shaped like job_state.job and
