@@ -391,7 +391,7 @@ if any_run:
           "same_writes: job_state's tables and writes by hand-written SQL (no trigger, no function; its "
           "claim walks the ready index from the head, as the floor's).  oracle: the floor's rows and two transactions "
           "per job, each consumer told by a sequence which row to claim by its primary key: no search, the least "
-          "work any queue can do per job (it has no ready index: no entries per claim).  "
+          "work per job of a queue with those transactions (it has no ready index: no entries per claim).  "
           "Every slice: `pressure_slices.tsv`.")
     print()
     if any_run["pin_class"] != "none":

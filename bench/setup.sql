@@ -24,9 +24,9 @@ CREATE INDEX bench_floor_ready ON bench_floor (id) WHERE status = 'ready';
 -- an id sequence and primary key of its own, no ready index) and its two
 -- transactions per job, without the search.  bench_oracle_take hands each consumer the id of the next row
 -- the producer inserts (bench/run copies bench_oracle_id_seq into it before
--- every run); a claim is an UPDATE of that row by its primary key.  A lower
--- bound of the work any queue does per job: no ready index, nothing read
--- twice.
+-- every run); a claim is an UPDATE of that row by its primary key.  The
+-- least work per job of a queue that takes a job in these transactions: no
+-- ready index, no search.
 CREATE SEQUENCE bench_oracle_id_seq;
 CREATE TABLE bench_oracle (LIKE bench_floor INCLUDING ALL EXCLUDING INDEXES)
 	WITH (fillfactor = 80,
