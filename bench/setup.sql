@@ -22,9 +22,10 @@ CREATE INDEX bench_floor_ready ON bench_floor (id) WHERE status = 'ready';
 
 -- The oracle: the floor's rows (its columns, defaults and storage options;
 -- an id sequence and primary key of its own, no ready index) and its two
--- transactions per job, without the search.  bench_oracle_take hands each consumer the id of the next row
--- the producer inserts (bench/run copies bench_oracle_id_seq into it before
--- every run); a claim is an UPDATE of that row by its primary key.  The
+-- transactions per job, without the search.  bench_oracle_take hands each
+-- consumer the id of the next row the producer inserts (bench/run copies
+-- bench_oracle_id_seq into it before every run); a claim is an UPDATE of
+-- that row by its primary key.  The
 -- least work per job of a queue that takes a job in these transactions: no
 -- ready index, no search.
 CREATE SEQUENCE bench_oracle_id_seq;
