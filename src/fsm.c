@@ -32,8 +32,14 @@
  *	- DELETE only of finished jobs (succeeded, failed, cancelled), and only
  *	  through purge();
  *	- held_claim_seq and held_end_seq, the history the row holds, are set
- *	  here only, as event.c decides.
- * job_state.restore (superuser only) lets a dump be replayed unchecked.
+ *	  here only, as event.c decides;
+ *	- the columns only transitions set (the lease, the callback timeout,
+ *	  start and finish, worker, result, errors, progress) hold what the
+ *	  row's status allows, by one table (js_transition_columns) for INSERT,
+ *	  restore and UPDATE alike.
+ * job_state.restore (superuser only) lets a dump be replayed unchecked but
+ * for that table; a raw INSERT's queue and id are checked by the AFTER
+ * trigger (job_trigger.c), which may run statements.
  *
  * Locks: none beyond the statement's, except the slot rows and start
  * token a raw-SQL start takes (limits.c).

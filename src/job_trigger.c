@@ -13,7 +13,9 @@
  * exist, the queue is marked for the slot-taking claim, a new key gets
  * its slots), and notes where a job becomes or stops being ready for the
  * queue's claim frontier (frontier.c), and has a job that became
- * succeeded, failed, cancelled or unknown announced at commit (waiter.c).
+ * succeeded, failed, cancelled or unknown announced at commit (waiter.c),
+ * and checks that a job inserted by raw SQL names a queue that exists and
+ * an id the sequence gave and no other queue's job holds.
  * TRUNCATE of job or job_event_log is
  * refused while live jobs exist; job_event_log takes no UPDATE and no DELETE
  * outside purge().  job_state.restore (superuser only) lets
