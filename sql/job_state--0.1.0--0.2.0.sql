@@ -524,6 +524,25 @@ CREATE TRIGGER job_state_ref_append_only_truncate
 ALTER TABLE job_state.job_ref ENABLE ALWAYS TRIGGER job_state_ref_append_only_truncate;
 
 /*
+ * Operations an attempt began and did not perform (abandon_operation): the
+ * state 'abandoned', which the next begin_operation starts again.
+ */
+ALTER TABLE job_state.operation DROP CONSTRAINT operation_state_check,
+	ADD CONSTRAINT operation_state_check CHECK (state IN ('started', 'done', 'abandoned'));
+COMMENT ON TABLE job_state.operation IS
+	'external side effects of jobs, recorded before they happen (begin_operation), when done (finish_operation) or when the attempt that began one did not perform it (abandon_operation)';
+CREATE FUNCTION job_state.abandon_operation(
+	token job_state.claim_token,
+	op_id pg_catalog.text)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_abandon_operation'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.abandon_operation(job_state.claim_token, pg_catalog.text) IS
+	'records that the attempt which began an operation did not perform it (it failed before the side effect); the next begin_operation answers new';
+REVOKE ALL ON FUNCTION job_state.abandon_operation(job_state.claim_token, pg_catalog.text) FROM PUBLIC;
+
+/*
  * References: what a worker attached to its job, and the jobs an operator
  * finds by one.
  */

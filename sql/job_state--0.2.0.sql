@@ -435,7 +435,7 @@ CREATE TABLE job_state.operation (
 	op_id pg_catalog.text NOT NULL
 		CHECK (pg_catalog.octet_length(op_id) BETWEEN 1 AND 255),
 	state pg_catalog.text NOT NULL DEFAULT 'started'
-		CHECK (state IN ('started', 'done')),
+		CHECK (state IN ('started', 'done', 'abandoned')),
 	generation pg_catalog.int4 NOT NULL,
 	result pg_catalog.jsonb,
 	started_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
@@ -443,7 +443,7 @@ CREATE TABLE job_state.operation (
 	PRIMARY KEY (queue, job_id, op_id)
 );
 COMMENT ON TABLE job_state.operation IS
-	'external side effects of jobs, recorded before they happen (begin_operation) and when done (finish_operation)';
+	'external side effects of jobs, recorded before they happen (begin_operation), when done (finish_operation) or when the attempt that began one did not perform it (abandon_operation)';
 
 /*
  * Schedules (schedule.c, cron.c): periodic submits, driven by sweep() and
@@ -1032,6 +1032,16 @@ CREATE FUNCTION job_state.finish_operation(
 	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION job_state.finish_operation(job_state.claim_token, pg_catalog.text, pg_catalog.jsonb) IS
 	'records that a side effect is done, with its result; later attempts get it back from begin_operation';
+
+CREATE FUNCTION job_state.abandon_operation(
+	token job_state.claim_token,
+	op_id pg_catalog.text)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_abandon_operation'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.abandon_operation(job_state.claim_token, pg_catalog.text) IS
+	'records that the attempt which began an operation did not perform it (it failed before the side effect); the next begin_operation answers new';
 
 /*
  * References: what a worker attached to its job, and the jobs an operator

@@ -32,8 +32,14 @@
  *	- DELETE only of finished jobs (succeeded, failed, cancelled), and only
  *	  through purge();
  *	- held_claim_seq and held_end_seq, the history the row holds, are set
- *	  here only, as event.c decides.
- * job_state.restore (superuser only) lets a dump be replayed unchecked.
+ *	  here only, as event.c decides;
+ *	- the columns only transitions set (the lease, the callback timeout,
+ *	  start and finish, worker, result, errors, progress) hold what the
+ *	  row's status allows, by one table (js_transition_columns) for INSERT,
+ *	  restore and UPDATE alike.
+ * job_state.restore (superuser only) lets a dump be replayed unchecked but
+ * for that table; a raw INSERT's queue and id are checked by the AFTER
+ * trigger (job_trigger.c), which may run statements.
  *
  * Locks: none beyond the statement's, except the slot rows and start
  * token a raw-SQL start takes (limits.c).
@@ -46,6 +52,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_enum.h"
 #include "commands/trigger.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -72,6 +79,8 @@ PG_FUNCTION_INFO_V1(js_job_fsm_trigger);
 bool		js_purging = false;
 /* set by take.c while claim starts the jobs whose slots it holds */
 bool		js_claim_starting = false;
+/* set by submit.c while the AFTER triggers of its rows fire */
+bool		js_submitting = false;
 
 #define A JS_ACCEPTED
 #define R JS_RUNNING
@@ -329,6 +338,207 @@ JsStampSet(JsStamp *st, int attnum, Datum value, bool isnull)
 }
 
 /*
+ * The columns only a change of status (or a call acting under a claim:
+ * heartbeat, wait_for_callback, succeed, fail) may set, and what a row of
+ * each status holds in them: N must be NULL, M may hold a value, S must
+ * hold one.  One table for every write (INSERT and UPDATE alike):
+ *	- an INSERT (submit, raw SQL) writes a job no transition has touched
+ *	  yet: the "inserted" rule, NULL everywhere;
+ *	- a row restored with job_state.restore (pg_dump, any status) must be
+ *	  one that transitions could have written: its status's rule;
+ *	- an UPDATE leaves a row its new status's rule allows: a value the old
+ *	  row carried into a status that must not hold it is cleared (the lease
+ *	  of a job that stopped running), one the statement itself writes there
+ *	  is refused (JS003), and a value the status needs must be there
+ *	  (23502), after the stamps of the change (started_at, finished_at).
+ * The slot columns have rules of their own (JsCheckSlotColumns); the held
+ * seqs are the trigger's alone (JsRefuseHeldSeqs).  A 0.1.0 schema lacks
+ * some columns: their attnum is 0 and they are skipped.
+ */
+typedef enum JsColumnRule
+{
+	JS_COL_NULL,
+	JS_COL_MAY,
+	JS_COL_SET
+} JsColumnRule;
+
+typedef struct JsTransitionColumn
+{
+	size_t		attnum_offset;	/* of the column's attnum in JsJobColumns */
+	JsColumnRule inserted;		/* a row an INSERT writes */
+	JsColumnRule in[JS_NUM_STATUS]; /* a row of each status */
+} JsTransitionColumn;
+
+#define N JS_COL_NULL
+#define M JS_COL_MAY
+#define S JS_COL_SET
+#define JS_COLUMN(name) offsetof(JsJobColumns, name)
+
+static const JsTransitionColumn js_transition_columns[] = {
+	/* status:                           ins    A  R  W  S  F  U  C */
+	{JS_COLUMN(lease_expires_at), N, {N, S, S, N, N, N, N}},
+	{JS_COLUMN(callback_timeout_at), N, {N, N, S, N, N, N, N}},
+	{JS_COLUMN(heartbeat_interval), N, {N, N, M, N, N, N, N}},
+	{JS_COLUMN(started_at), N, {M, S, S, M, M, M, M}},
+	{JS_COLUMN(finished_at), N, {N, N, N, S, S, S, S}},
+	{JS_COLUMN(worker), N, {M, M, M, M, M, M, M}},
+	{JS_COLUMN(result), N, {N, N, N, M, M, M, M}},
+	{JS_COLUMN(last_error), N, {M, M, M, M, M, M, M}},
+	{JS_COLUMN(error_class), N, {M, M, M, M, M, M, M}},
+	{JS_COLUMN(reason), N, {M, M, M, M, M, M, M}},
+	{JS_COLUMN(progress), N, {M, M, M, M, M, M, M}},
+	{JS_COLUMN(progress_generation), N, {M, M, M, M, M, M, M}},
+	{JS_COLUMN(progress_at), N, {M, M, M, M, M, M, M}},
+};
+
+#undef N
+#undef M
+#undef S
+#undef JS_COLUMN
+
+static inline int
+JsTransitionColumnAttnum(const JsJobColumns *cols, const JsTransitionColumn *tc)
+{
+	return *(const int *) ((const char *) cols + tc->attnum_offset);
+}
+
+/* "running and waiting": the statuses whose rows may hold the column */
+static char *
+JsStatusesHolding(const JsTransitionColumn *tc)
+{
+	StringInfoData buf;
+	int			i;
+	int			n = 0;
+	int			seen = 0;
+
+	for (i = 0; i < JS_NUM_STATUS; i++)
+		n += tc->in[i] != JS_COL_NULL;
+	initStringInfo(&buf);
+	for (i = 0; i < JS_NUM_STATUS; i++)
+	{
+		if (tc->in[i] == JS_COL_NULL)
+			continue;
+		seen++;
+		if (seen > 1)
+			appendStringInfoString(&buf, seen == n ? " and " : ", ");
+		appendStringInfoString(&buf, js_status_names[i]);
+	}
+	return buf.data;
+}
+
+/*
+ * An INSERT: the row of a job no transition has touched (submit, raw SQL),
+ * or, restoring, a row its status allows.  No SPI.
+ */
+static void
+JsCheckInsertedColumns(const JsJobColumns *cols, TupleTableSlot *slot,
+					   int64 job_id, JsStatus status, bool restoring)
+{
+	TupleDesc	tupdesc = slot->tts_tupleDescriptor;
+	int			i;
+
+	for (i = 0; i < lengthof(js_transition_columns); i++)
+	{
+		const JsTransitionColumn *tc = &js_transition_columns[i];
+		int			attnum = JsTransitionColumnAttnum(cols, tc);
+		JsColumnRule rule = restoring ? tc->in[status] : tc->inserted;
+		const char *column;
+		bool		isnull;
+
+		if (attnum == 0)
+			continue;			/* a 0.1.0 schema */
+		isnull = slot_attisnull(slot, attnum);
+		if (rule == JS_COL_MAY || isnull == (rule == JS_COL_NULL))
+			continue;
+		column = NameStr(TupleDescAttr(tupdesc, attnum - 1)->attname);
+		if (!restoring)
+			ereport(ERROR,
+					(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+					 errmsg("job %lld cannot be inserted with column \"%s\" set",
+							(long long) job_id, column),
+					 errdetail("A new job is accepted and has not run: only a change of status or a call under its claim sets \"%s\".",
+							   column),
+					 errhint(JS_INSERT_HINT)));
+		if (rule == JS_COL_SET)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("a %s job needs %s", js_status_names[status], column),
+					 errdetail("Restored job %lld is %s and has no %s.", (long long) job_id,
+							   js_status_names[status], column),
+					 errhint("Restore the row as the dump holds it, or fix the row in the dumped database first.")));
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("restored job %lld is %s and cannot hold column \"%s\"",
+						(long long) job_id, js_status_names[status], column),
+				 errdetail("Only %s jobs hold \"%s\".", JsStatusesHolding(tc), column),
+				 errhint("Restore the row as the dump holds it, or fix the row in the dumped database first.")));
+	}
+}
+
+/* the stamp st sets on attnum, if any: its index, or -1 */
+static int
+JsStampFind(const JsStamp *st, int attnum)
+{
+	int			i;
+
+	for (i = 0; i < st->n; i++)
+		if (st->cols[i] == attnum)
+			return i;
+	return -1;
+}
+
+/*
+ * An UPDATE to status to: each column as the new status's rule has it,
+ * after the stamps in st (a value carried from the old row into a status
+ * that must not hold it is cleared by a further stamp).  No SPI.
+ */
+static void
+JsCheckUpdatedColumns(const JsJobColumns *cols, TupleTableSlot *oldslot,
+					  TupleTableSlot *newslot, int64 job_id, JsStatus to,
+					  JsStamp *st)
+{
+	TupleDesc	tupdesc = newslot->tts_tupleDescriptor;
+	int			i;
+
+	for (i = 0; i < lengthof(js_transition_columns); i++)
+	{
+		const JsTransitionColumn *tc = &js_transition_columns[i];
+		int			attnum = JsTransitionColumnAttnum(cols, tc);
+		JsColumnRule rule = tc->in[to];
+		int			stamp;
+		bool		isnull;
+		const char *column;
+
+		if (attnum == 0 || rule == JS_COL_MAY)
+			continue;
+		stamp = JsStampFind(st, attnum);
+		isnull = stamp >= 0 ? st->nulls[stamp] : slot_attisnull(newslot, attnum);
+		if (isnull == (rule == JS_COL_NULL))
+			continue;
+		column = NameStr(TupleDescAttr(tupdesc, attnum - 1)->attname);
+		if (rule == JS_COL_SET)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("a %s job needs %s", js_status_names[to], column),
+					 errdetail("Job %lld would be %s without it.", (long long) job_id,
+							   js_status_names[to]),
+					 errhint("Use the job_state functions, which set it.")));
+		/* a value the old row held: the change of status clears it */
+		if (stamp < 0 && JsSameValue(oldslot, newslot, attnum))
+		{
+			JsStampSet(st, attnum, (Datum) 0, true);
+			continue;
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("column \"%s\" of job %lld cannot be set when the job is %s",
+						column, (long long) job_id, js_status_names[to]),
+				 errdetail("Only %s jobs hold \"%s\".", JsStatusesHolding(tc), column),
+				 errhint("Leave the column out of the UPDATE; the job_state functions set it.")));
+	}
+}
+
+/*
  * A start by raw SQL: the slots of the limits the job falls under are taken
  * as claim takes them (limits.c) and recorded in its slot columns, so that
  * every start counts against its limits.  The numbers are job_state's to
@@ -409,6 +619,14 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, TupleTableSlot *slot,
 					 errhint(JS_INSERT_HINT)));
 	}
 
+	if (DatumGetBool(slot_getattr(slot, cols->cancel_requested, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("job %lld cannot be inserted with cancel_requested set",
+						(long long) job_id),
+				 errdetail("Only job_state.cancel() asks a running job to stop."),
+				 errhint(JS_INSERT_HINT)));
+	JsCheckInsertedColumns(cols, slot, job_id, JS_ACCEPTED, false);
 	JsCheckValues(cols, slot, NULL);
 	JsCheckSlotColumns(cols, slot, NULL, job_id, JS_ACCEPTED, JS_ACCEPTED);
 	JsRefuseHeldSeqs(cols, NULL, slot, job_id);
@@ -429,6 +647,21 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, TupleTableSlot *slot,
 		hash = PointerGetDatum(JsInputHash(DatumGetJsonbP(input)));
 	return heap_modify_tuple_by_cols(tuple, tupdesc, 1, (int *) &cols->input_hash,
 									 &hash, &hash_null);
+}
+
+/*
+ * A row restored with job_state.restore: the columns its status may hold
+ * (the table), and a waiting row's window within its timeout.
+ */
+static void
+JsCheckRestored(const JsJobColumns *cols, TupleTableSlot *slot)
+{
+	JsStatus	status = JsTupleStatus(cols, slot);
+	int64		job_id = JsTupleJobId(cols, slot);
+
+	JsCheckInsertedColumns(cols, slot, job_id, status, true);
+	if (status == JS_WAITING)
+		JsCheckWaiting(cols, NULL, slot, job_id, JS_ACCEPTED);
 }
 
 static void
@@ -672,27 +905,19 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, TupleTableSlot *oldslot,
 		JsStampSet(&st, cols->finished_at, TimestampTzGetDatum(now), false);
 
 	/*
-	 * Off running and waiting: no lease, and the slots go back
-	 * (job_state_event); not waiting: no callback timeout.
+	 * Off running and waiting the slots go back (job_state_event); the
+	 * lease, the callback timeout and every other column the new status
+	 * must not hold are cleared by the table (JsCheckUpdatedColumns).
 	 */
 	if (!JsStatusHoldsClaim(to))
 	{
 		int			kind;
 
-		(void) slot_getattr(newslot, cols->lease_expires_at, &isnull);
-		if (!isnull)
-			JsStampSet(&st, cols->lease_expires_at, (Datum) 0, true);
 		for (kind = 0; kind < JS_NUM_SLOT_KINDS; kind++)
 			if (!slot_attisnull(newslot, cols->slot[kind]))
 				JsStampSet(&st, cols->slot[kind], (Datum) 0, true);
 	}
-	if (to != JS_WAITING && cols->callback_timeout_at != 0)
-	{
-		if (!slot_attisnull(newslot, cols->callback_timeout_at))
-			JsStampSet(&st, cols->callback_timeout_at, (Datum) 0, true);
-		if (!slot_attisnull(newslot, cols->heartbeat_interval))
-			JsStampSet(&st, cols->heartbeat_interval, (Datum) 0, true);
-	}
+	JsCheckUpdatedColumns(cols, oldslot, newslot, job_id, to, &st);
 
 	if (st.n == 0)
 		return newtup;
@@ -718,13 +943,24 @@ js_job_fsm_trigger(PG_FUNCTION_ARGS)
 		JsNoteReadiness(JsJobColumnsFor(trigdata->tg_relation), trigdata->tg_relation,
 						trigdata->tg_trigslot, NULL);
 
+	cols = js_restore && !TRIGGER_FIRED_BY_INSERT(event) ? NULL :
+		JsJobColumnsFor(trigdata->tg_relation);
+
+	/*
+	 * A restore replays rows as they were, in any status, unchecked but for
+	 * the columns the status may hold (the row could not be worked on
+	 * otherwise: an accepted job's lease would be due for ever); an UPDATE
+	 * or DELETE in restore mode repairs by hand.
+	 */
 	if (js_restore)
+	{
+		if (TRIGGER_FIRED_BY_INSERT(event))
+			JsCheckRestored(cols, trigdata->tg_trigslot);
 		return PointerGetDatum(TRIGGER_FIRED_BY_DELETE(event) ?
 							   trigdata->tg_trigtuple :
 							   TRIGGER_FIRED_BY_UPDATE(event) ?
 							   trigdata->tg_newtuple : trigdata->tg_trigtuple);
-
-	cols = JsJobColumnsFor(trigdata->tg_relation);
+	}
 
 	if (TRIGGER_FIRED_BY_INSERT(event))
 		return PointerGetDatum(JsCheckInsert(cols, trigdata->tg_relation,

@@ -85,9 +85,13 @@ typedef enum JsNotifyMode
 	JS_NOTIFY_COMMIT			/* the submitting transaction, at commit */
 } JsNotifyMode;
 
-/* fsm.c: set by purge() while it deletes; by take.c while claim starts jobs */
+/*
+ * fsm.c: set by purge() while it deletes; by take.c while claim starts jobs;
+ * by submit.c while the AFTER triggers of its inserts fire (job_trigger.c)
+ */
 extern bool js_purging;
 extern bool js_claim_starting;
+extern bool js_submitting;
 
 /* spi.c: a trigger's statements, as the owner of the table it fires on */
 typedef struct JsSavedUser

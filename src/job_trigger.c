@@ -13,7 +13,9 @@
  * exist, the queue is marked for the slot-taking claim, a new key gets
  * its slots), and notes where a job becomes or stops being ready for the
  * queue's claim frontier (frontier.c), and has a job that became
- * succeeded, failed, cancelled or unknown announced at commit (waiter.c).
+ * succeeded, failed, cancelled or unknown announced at commit (waiter.c),
+ * and checks that a job inserted by raw SQL names a queue that exists and
+ * an id the sequence gave and no other queue's job holds.
  * TRUNCATE of job or job_event_log is
  * refused while live jobs exist; job_event_log takes no UPDATE and no DELETE
  * outside purge().  job_state.restore (superuser only) lets
@@ -105,6 +107,66 @@ JsReleaseJobSlots(const JsJobColumns *cols, TupleTableSlot *oldslot,
 }
 
 /*
+ * A job row inserted by raw SQL (submit reads the queue and draws the id
+ * itself, js_submitting): its queue must exist, as submit requires (JS008:
+ * no claim, reconcile or redrive would ever find it, and a queue that has
+ * jobs cannot be deleted), and its id must be one job_state.job_id_seq
+ * gave and no job of another queue holds.  The primary key is (queue, id),
+ * but every call that names a job by id alone (cancel, redrive, reconcile,
+ * wait) needs the id to name one job, and a later submit would draw an id
+ * beyond the sequence's for a job of its own.  $1 queue, $2 id.  Runs as
+ * a statement of its own, so it sees the other rows of the same INSERT.
+ */
+static JsPlan raw_insert_plan = {
+	"SELECT EXISTS (SELECT 1 FROM job_state.queue q WHERE q.name OPERATOR(pg_catalog.=) $1),"
+	"  (SELECT j.queue FROM job_state.job j"
+	"    WHERE j.queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT q.name FROM job_state.queue q))"
+	"     AND j.queue OPERATOR(pg_catalog.<>) $1 AND j.id OPERATOR(pg_catalog.=) $2 LIMIT 1),"
+	"  COALESCE(pg_catalog.pg_sequence_last_value('job_state.job_id_seq'::pg_catalog.regclass), 0)",
+	2, {TEXTOID, INT8OID}
+};
+
+/* the id hint of a job row inserted by raw SQL */
+#define JS_RAW_ID_HINT \
+	"Leave id out of the INSERT: it defaults to the next value of job_state.job_id_seq."
+
+static void
+JsCheckRawInsert(const JsJobColumns *cols, TupleTableSlot *newslot)
+{
+	bool		isnull;
+	Datum		args[2];
+	int64		job_id = JsTupleJobId(cols, newslot);
+	char	   *queue;
+
+	args[0] = slot_getattr(newslot, cols->queue, &isnull);
+	args[1] = Int64GetDatum(job_id);
+	queue = TextDatumGetCString(args[0]);
+	JsExecute(&raw_insert_plan, args, NULL, false, 1);
+	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("queue \"%s\" does not exist", queue),
+				 errdetail("Job %lld names it.", (long long) job_id),
+				 errhint("Create it with job_state.create_queue().")));
+	(void) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	if (!isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("job id %lld is already used in queue \"%s\"",
+						(long long) job_id, JsGetText(0, 2)),
+				 errdetail("A job id names one job across all queues: cancel, redrive, reconcile and wait take the id alone."),
+				 errhint(JS_RAW_ID_HINT)));
+	if (job_id > JsGetInt64(0, 3, &isnull))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("job id %lld was not drawn from job_state.job_id_seq",
+						(long long) job_id),
+				 errdetail("The sequence has given ids up to %lld; a later submit would draw this one for another job.",
+						   (long long) JsGetInt64(0, 3, &isnull)),
+				 errhint(JS_RAW_ID_HINT)));
+}
+
+/*
  * job_state_event (AFTER ROW): the history of a change of status or
  * generation (event.c), and the concurrency slots of a job that left
  * running or waiting, or gave them up to wait, go back (slot.c).
@@ -149,6 +211,15 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 	/* the slot numbers the update cleared: those slots go back */
 	if (oldslot != NULL && to != JS_RUNNING && !js_restore)
 		JsReleaseJobSlots(cols, oldslot, newslot);
+
+	/* a row of raw SQL: its queue exists, its id is unique (a restore
+	 * replays job rows before queue rows: pg_dump orders them by name) */
+	if (oldslot == NULL && !js_restore && !js_submitting)
+	{
+		JsTriggerSpiConnect(trigdata->tg_relation, &saved_user);
+		JsCheckRawInsert(cols, newslot);
+		JsTriggerSpiFinish(&saved_user);
+	}
 
 	/* a restore brings the slots and the queue's flag with it */
 	if (!js_restore && JsNamesNewLimit(cols, newslot, oldslot))

@@ -37,7 +37,10 @@
  * the parameter holding the database clock (GetCurrentTimestamp()): a
  * parameter, unlike clock_timestamp(), can bound the index scan on
  * lease_expires_at.  The UPDATE finds the jobs by id (an index lookup,
- * whatever the plan's estimates) and re-checks status, generation and
+ * whatever the plan's estimates), each by its whole key (queue, id): an id
+ * is unique only with its queue (the primary key), and a statement over
+ * every queue must not fail on an id another queue uses too (a row
+ * restored so).  It re-checks status, generation and
  * expiry in its own WHERE clause (the row lock taken by "expiring" in the
  * same statement already pins them), so a job completed or claimed again
  * meanwhile is left alone.
@@ -80,7 +83,8 @@
 	"    THEN j.retries OPERATOR(pg_catalog.+) 1 ELSE j.retries END" \
 	"  FROM job_state.queue q" \
 	"  WHERE " queue_cond " j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT x.id FROM expiring x))" \
-	"   AND j.generation OPERATOR(pg_catalog.=) (SELECT x.generation FROM expiring x WHERE x.id OPERATOR(pg_catalog.=) j.id)" \
+	"   AND j.generation OPERATOR(pg_catalog.=) (SELECT x.generation FROM expiring x" \
+	"    WHERE x.queue OPERATOR(pg_catalog.=) j.queue AND x.id OPERATOR(pg_catalog.=) j.id)" \
 	"   AND " holding \
 	"   AND j.lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()" \
 	"   AND q.name OPERATOR(pg_catalog.=) j.queue" \

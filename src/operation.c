@@ -9,6 +9,12 @@
  *	done	 finished earlier: here is its result, do not repeat it;
  *	in_doubt started earlier and never finished: ask the external system,
  *			 using op_id as its idempotency key, then finish_operation.
+ * abandon_operation records that the attempt which began an operation did
+ * not perform it (it failed before it called the external system): the
+ * operation is 'abandoned', and the next begin_operation answers new and
+ * starts it again.  Only the attempt that began it may say so, under its
+ * current claim: a later attempt cannot know, and a done operation stays
+ * done.
  * Both calls are fenced by the token and hold the job row (FOR SHARE) for
  * the rest of the transaction, so a re-claim (which must lock the row to
  * bump the generation) cannot slip between the fence check and the write:
@@ -32,6 +38,7 @@
 
 PG_FUNCTION_INFO_V1(js_begin_operation);
 PG_FUNCTION_INFO_V1(js_finish_operation);
+PG_FUNCTION_INFO_V1(js_abandon_operation);
 PG_FUNCTION_INFO_V1(js_operation_trigger);
 
 static JsPlan fence_plan = {
@@ -61,6 +68,29 @@ static JsPlan finish_plan = {
 	"  generation = $3, finished_at = pg_catalog.clock_timestamp()"
 	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4 AND state OPERATOR(pg_catalog.=) 'started'",
 	5, {TEXTOID, INT8OID, INT4OID, TEXTOID, JSONBOID}
+};
+
+/* abandon: $3 the generation that began it */
+static JsPlan abandon_plan = {
+	"UPDATE job_state.operation SET state = 'abandoned', finished_at = pg_catalog.clock_timestamp()"
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4"
+	"  AND state OPERATOR(pg_catalog.=) 'started' AND generation OPERATOR(pg_catalog.=) $3",
+	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
+};
+
+/* an abandoned operation begun again: new, for this generation */
+static JsPlan restart_plan = {
+	"UPDATE job_state.operation SET state = 'started', generation = $3,"
+	"  started_at = pg_catalog.clock_timestamp(), finished_at = NULL"
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4"
+	"  AND state OPERATOR(pg_catalog.=) 'abandoned'",
+	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
+};
+
+static JsPlan op_begun_plan = {
+	"SELECT state, generation FROM job_state.operation"
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4",
+	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
 };
 
 static JsPlan op_state_plan = {
@@ -113,6 +143,13 @@ js_begin_operation(PG_FUNCTION_ARGS)
 			out[0] = CStringGetTextDatum("done");
 			out[1] = JsGetDatumCopy(0, 2, &outnulls[1]);
 		}
+		else if (strcmp(state, "abandoned") == 0)
+		{
+			/* not performed by the attempt that began it: begin again */
+			if (JsExecute(&restart_plan, values, NULL, false, 0) != 1)
+				elog(ERROR, "job_state: abandoned operation changed under its job's lock");
+			out[0] = CStringGetTextDatum("new");
+		}
 		else
 			out[0] = CStringGetTextDatum("in_doubt");
 	}
@@ -147,6 +184,57 @@ js_finish_operation(PG_FUNCTION_ARGS)
 						(long long) DatumGetInt64(values[1])),
 				 errdetail("A finished operation keeps its first result.")));
 	}
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * abandon_operation: the attempt that began an operation did not perform
+ * it.  Fenced like finish_operation; refused for an operation another
+ * attempt began (JS003: only that one knows) or finished (JS003), JS008
+ * for one never begun; abandoning it again changes nothing.
+ */
+Datum
+js_abandon_operation(PG_FUNCTION_ARGS)
+{
+	Datum		values[4];
+	char	   *op_id;
+	char	   *state;
+	int32		began;
+	bool		isnull;
+
+	SPI_connect();
+	JsOperationStart(fcinfo, "abandon_operation", values);
+	if (JsExecute(&abandon_plan, values, NULL, false, 0) == 1)
+	{
+		SPI_finish();
+		PG_RETURN_VOID();
+	}
+	op_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (JsExecute(&op_begun_plan, values, NULL, false, 1) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+				 errmsg("operation \"%s\" of job %lld was never begun", op_id,
+						(long long) DatumGetInt64(values[1])),
+				 errhint("Only an operation begun with job_state.begin_operation() can be abandoned.")));
+	state = JsGetText(0, 1);
+	began = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	if (strcmp(state, "done") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("operation \"%s\" of job %lld is already finished", op_id,
+						(long long) DatumGetInt64(values[1])),
+				 errdetail("A finished operation keeps its first result; it was performed."),
+				 errhint("Later attempts get its result from job_state.begin_operation().")));
+	if (strcmp(state, "abandoned") != 0 && began != DatumGetInt32(values[2]))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("operation \"%s\" of job %lld was begun by an earlier attempt", op_id,
+						(long long) DatumGetInt64(values[1])),
+				 errdetail("Generation %d began it; the token's generation is %d.",
+						   began, DatumGetInt32(values[2])),
+				 errhint("Only the attempt that began an operation knows it did not perform it: ask the external system with op_id as its idempotency key, then call job_state.finish_operation().")));
+	/* abandoned already: nothing changes */
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -6,11 +6,12 @@
  *	  operator makes from such a reference back to the job.
  *
  * add_ref is fenced like begin_operation: the MAC and the claim privilege
- * (or the callback privilege: the system a waiting job waits for may say
- * where its work is) first (token.c), then the job must be at the token's
- * generation and running, waiting (callback.c) or unknown (a late worker
- * of an expired lease may still record where its work went: that is what
- * reconcile needs); the row is held FOR
+ * first (token.c; the callback privilege allows succeed, fail and
+ * heartbeat with a token and nothing else), then the job must be at the
+ * token's generation and running, waiting (callback.c: the worker attaches
+ * the id of the execution it waits for, under its own claim) or unknown (a
+ * late worker of an expired lease may still record where its work went:
+ * that is what reconcile needs); the row is held FOR
  * SHARE until the transaction ends, so no newer claim commits meanwhile.
  * Adding the same (kind, ref) again is harmless and returns false.  The
  * rows are append-only (the append-only trigger) and leave only with their
@@ -82,7 +83,7 @@ js_add_ref(PG_FUNCTION_ARGS)
 	token = PG_GETARG_CLAIM_TOKEN(0);
 
 	SPI_connect();
-	queue = JsTokenFenceCallback(token, values);
+	queue = JsTokenFence(token, values);
 	if (JsExecute(&ref_fence_plan, values, NULL, false, 0) != 1)
 		JsRefuseToken(queue, token, "add_ref");
 	values[3] = PG_GETARG_DATUM(1);

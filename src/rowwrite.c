@@ -67,6 +67,13 @@
 StaticAssertDecl(JS_STRUCT_ROOM + JS_CANARY_LEN >= 0,
 				 "JS_STRUCT_ROOM must leave the struct its own size");
 
+/*
+ * What to do about a serialization failure of claim, a completion or a
+ * submit under REPEATABLE READ or SERIALIZABLE.
+ */
+#define JS_SERIALIZATION_HINT \
+	"Retry the whole transaction; or run claim, its completions and submit in READ COMMITTED transactions, where they work on the newest version of the row (a claim skips a job another worker took)."
+
 static const uint8 js_canary[JS_CANARY_LEN] = {
 	0x6a, 0x73, 0xa5, 0x5a, 0xc3, 0x3c, 0x96, 0x69,
 	0x6a, 0x73, 0xa5, 0x5a, 0xc3, 0x3c, 0x96, 0x69
@@ -328,13 +335,19 @@ JsLockRowFor(JsRowWriter *w, ItemPointer tid, TupleTableSlot *slot,
 			if (IsolationUsesXactSnapshot())
 				ereport(ERROR,
 						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not serialize access due to concurrent update")));
+						 errmsg("could not serialize access due to concurrent update"),
+						 errdetail("A row of job_state.%s was changed by a transaction that committed after this transaction's snapshot was taken.",
+								   RelationGetRelationName(w->rri->ri_RelationDesc)),
+						 errhint(JS_SERIALIZATION_HINT)));
 			break;
 		case TM_Deleted:
 			if (IsolationUsesXactSnapshot())
 				ereport(ERROR,
 						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not serialize access due to concurrent delete")));
+						 errmsg("could not serialize access due to concurrent delete"),
+						 errdetail("A row of job_state.%s was deleted by a transaction that committed after this transaction's snapshot was taken.",
+								   RelationGetRelationName(w->rri->ri_RelationDesc)),
+						 errhint(JS_SERIALIZATION_HINT)));
 			return JS_ROW_GONE;
 		default:
 			break;
@@ -638,7 +651,9 @@ JsCheckConflictVisible(JsRowWriter *w, ItemPointer tid)
 			DatumGetTransactionId(slot_getsysattr(existing, MinTransactionIdAttributeNumber, &isnull))))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to concurrent update")));
+				 errmsg("could not serialize access due to concurrent update"),
+				 errdetail("A row holding the same key was inserted by a transaction that committed after this transaction's snapshot was taken."),
+				 errhint(JS_SERIALIZATION_HINT)));
 	ExecDropSingleTupleTableSlot(existing);
 }
 

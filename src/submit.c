@@ -317,7 +317,17 @@ JsSubmitEnd(JsSubmitter *s)
 {
 	if (s->spi)
 		SPI_finish();
-	JsRowWriterEnd(&s->w);
+	/* its rows' AFTER triggers fire: the queue was read, the ids drawn */
+	js_submitting = true;
+	PG_TRY();
+	{
+		JsRowWriterEnd(&s->w);
+	}
+	PG_FINALLY();
+	{
+		js_submitting = false;
+	}
+	PG_END_TRY();
 	PopActiveSnapshot();
 	table_close(s->job, NoLock);
 	if (s->created)

@@ -348,6 +348,10 @@ JsJobColumnsFor(Relation rel)
 	js_cols.held_end_seq = SPI_fnumber(tupdesc, "held_end_seq");
 	if (js_cols.held_claim_seq <= 0 || js_cols.held_end_seq <= 0)
 		js_cols.held_claim_seq = js_cols.held_end_seq = 0;
+	/* and the progress a heartbeat reports (fsm.c's table; 0: missing) */
+	js_cols.progress = Max(SPI_fnumber(tupdesc, "progress"), 0);
+	js_cols.progress_generation = Max(SPI_fnumber(tupdesc, "progress_generation"), 0);
+	js_cols.progress_at = Max(SPI_fnumber(tupdesc, "progress_at"), 0);
 	js_cols.relid = RelationGetRelid(rel);
 	return &js_cols;
 }

@@ -76,6 +76,10 @@ typedef struct JsJobColumns
 	/* the events the row holds (event.c); 0 in a 0.1.0 schema */
 	int			held_claim_seq;
 	int			held_end_seq;
+	/* the progress a heartbeat reports; 0 in a 0.1.0 schema */
+	int			progress;
+	int			progress_generation;
+	int			progress_at;
 } JsJobColumns;
 
 extern const JsJobColumns *JsJobColumnsFor(Relation rel);

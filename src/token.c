@@ -435,8 +435,17 @@ JsTokenCheckCallback(const JsClaimToken *token)
 	Acl		   *acl;
 	const char *queue = JsTokenVerify(token, &acl);
 
-	if (!JsQueueAllows(acl, GetOuterUserId(), JS_QUEUE_CLAIM))
-		JsRequireQueuePrivilege(queue, acl, JS_QUEUE_CALLBACK);
+	Oid			role = GetOuterUserId();
+
+	/* a worker needs claim: name it, not callback, when both are missing */
+	if (!JsQueueAllows(acl, role, JS_QUEUE_CLAIM) &&
+		!JsQueueAllows(acl, role, JS_QUEUE_CALLBACK))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for queue \"%s\"", queue),
+				 errdetail("Role \"%s\" holds neither the claim privilege nor the callback privilege on the queue.",
+						   GetUserNameFromId(role, false)),
+				 errhint("A worker acts on its claim with the claim privilege; an external system answering a waiting job needs only the callback privilege.  Both are granted with job_state.grant_queue().")));
 	return queue;
 }
 

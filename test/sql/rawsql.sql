@@ -129,8 +129,9 @@ SELECT count(*) AS events_for_2 FROM job_state.job_event WHERE job_id = 2;
 
 -- job_state.restore lets a superuser replay a dump (rows as they were)
 SET job_state.restore = on;
-INSERT INTO job_state.job (queue, id, input, input_hash, status, generation, attempts)
-VALUES ('raw', 1000, '{}', '\x00', 'running', 5, 4);
+INSERT INTO job_state.job (queue, id, input, input_hash, status, generation, attempts,
+                           started_at, lease_expires_at)
+VALUES ('raw', 1000, '{}', '\x00', 'running', 5, 4, now(), now() + interval '1 hour');
 RESET job_state.restore;
 SELECT id, status, generation, attempts FROM job_state.job WHERE id = 1000;
 -- job_state.restore is superuser only
@@ -218,3 +219,92 @@ UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval
 UPDATE job_state.job SET status = 'running', lease_expires_at = now() + interval '1 min'
  WHERE id = :r2 RETURNING status;
 \set VERBOSITY sqlstate
+
+-- INSERT and UPDATE are held to one table of the columns only transitions
+-- set (fsm.c): a new job has no lease, callback timeout, heartbeat
+-- interval, start, end, worker, result, error, reason or progress, and no
+-- cancel request
+SELECT job_state.create_queue('raw_cols');
+INSERT INTO job_state.job (queue, input, lease_expires_at) VALUES ('raw_cols', '{}', now() - interval '1 hour');
+INSERT INTO job_state.job (queue, input, callback_timeout_at) VALUES ('raw_cols', '{}', now());
+INSERT INTO job_state.job (queue, input, heartbeat_interval) VALUES ('raw_cols', '{}', '-1 s');
+INSERT INTO job_state.job (queue, input, started_at) VALUES ('raw_cols', '{}', now());
+INSERT INTO job_state.job (queue, input, finished_at) VALUES ('raw_cols', '{}', now());
+INSERT INTO job_state.job (queue, input, worker) VALUES ('raw_cols', '{}', 'w');
+INSERT INTO job_state.job (queue, input, result) VALUES ('raw_cols', '{}', '{}');
+INSERT INTO job_state.job (queue, input, last_error) VALUES ('raw_cols', '{}', '{}');
+INSERT INTO job_state.job (queue, input, reason) VALUES ('raw_cols', '{}', 'r');
+INSERT INTO job_state.job (queue, input, progress) VALUES ('raw_cols', '{}', '{}');
+INSERT INTO job_state.job (queue, input, progress_at) VALUES ('raw_cols', '{}', now());
+INSERT INTO job_state.job (queue, input, cancel_requested) VALUES ('raw_cols', '{}', true);
+\set VERBOSITY default
+INSERT INTO job_state.job (queue, input, lease_expires_at) VALUES ('raw_cols', '{}', now() - interval '1 hour');
+\set VERBOSITY sqlstate
+-- nothing counted as waiting, no lease due for ever
+SELECT accepted, waiting FROM job_state.queue_stats WHERE queue = 'raw_cols';
+SELECT count(*) AS leases FROM job_state.job WHERE queue = 'raw_cols' AND lease_expires_at IS NOT NULL;
+-- an UPDATE writes only what the new status may hold: not on an accepted
+-- job, and a running job keeps its lease and has not finished
+SELECT job_id AS c1 FROM job_state.submit('raw_cols', '{"n": 1}') \gset
+UPDATE job_state.job SET lease_expires_at = now() - interval '1 hour' WHERE id = :c1;
+UPDATE job_state.job SET callback_timeout_at = now() WHERE id = :c1;
+UPDATE job_state.job SET result = '{}' WHERE id = :c1;
+UPDATE job_state.job SET finished_at = now() WHERE id = :c1;
+SELECT token AS c1_token FROM job_state.claim('raw_cols', 'w') \gset
+\set VERBOSITY default
+UPDATE job_state.job SET lease_expires_at = NULL WHERE id = :c1;
+UPDATE job_state.job SET result = '{}' WHERE id = :c1;
+\set VERBOSITY sqlstate
+UPDATE job_state.job SET started_at = NULL WHERE id = :c1;
+UPDATE job_state.job SET heartbeat_interval = '1 min' WHERE id = :c1;
+-- a change of status clears what the old status held: the lease
+UPDATE job_state.job SET status = 'unknown' WHERE id = :c1
+RETURNING status, lease_expires_at, finished_at IS NOT NULL AS finished;
+UPDATE job_state.job SET finished_at = NULL WHERE id = :c1;
+UPDATE job_state.job SET status = 'unknown', lease_expires_at = now() WHERE id = :c1;
+-- a restored row (any status) holds what its status may hold
+SET job_state.restore = on;
+INSERT INTO job_state.job (queue, id, input, status, lease_expires_at)
+VALUES ('raw_cols', 2001, '{}', 'accepted', now());
+INSERT INTO job_state.job (queue, id, input, status, generation, attempts, started_at)
+VALUES ('raw_cols', 2002, '{}', 'running', 1, 1, now());
+INSERT INTO job_state.job (queue, id, input, status, generation, attempts, started_at,
+                           lease_expires_at, callback_timeout_at, heartbeat_interval)
+VALUES ('raw_cols', 2003, '{}', 'waiting', 1, 1, now(), now(), now() + interval '1 hour', '-1 s');
+INSERT INTO job_state.job (queue, id, input, status, generation, attempts, started_at, finished_at, result)
+VALUES ('raw_cols', 2004, '{}', 'succeeded', 1, 1, now(), now(), '{"ok": true}')
+RETURNING id, status;
+RESET job_state.restore;
+
+-- a raw INSERT into a queue that does not exist: JS008, as submit says
+\set VERBOSITY default
+INSERT INTO job_state.job (queue, input) VALUES ('raw_no_such_queue', '{}');
+SELECT job_state.submit('raw_no_such_queue', '{}');
+\set VERBOSITY sqlstate
+-- a job id names one job across all queues: a raw INSERT cannot reuse
+-- another queue's id, nor take one job_state.job_id_seq has not given
+SELECT job_state.create_queue('raw_other');
+\set VERBOSITY default
+INSERT INTO job_state.job (queue, id, input) VALUES ('raw_other', :c1, '{}');
+INSERT INTO job_state.job (queue, id, input) VALUES ('raw_other', 900000000, '{}');
+\set VERBOSITY sqlstate
+INSERT INTO job_state.job (queue, input) VALUES ('raw_other', '{}'), ('raw_cols', '{}');
+
+-- no row of one queue makes a statement over all queues fail: a running
+-- job restored into raw_other with the id of a running job of raw_cols,
+-- both leases run out; sweep() (lease expiry of every queue, retention,
+-- schedules), queue_stats and purge serve both queues
+SELECT job_id AS d1 FROM job_state.submit('raw_cols', '{"n": "d1"}') \gset
+UPDATE job_state.job SET status = 'cancelled' WHERE queue = 'raw_cols' AND status = 'accepted' AND id <> :d1;
+SELECT job_id = :d1 AS claimed_d1 FROM job_state.claim('raw_cols', 'w', lease => '1 s');
+UPDATE job_state.job SET lease_expires_at = now() - interval '1 s' WHERE id = :d1;
+SET job_state.restore = on;
+INSERT INTO job_state.job (queue, id, input, status, generation, attempts, started_at, lease_expires_at)
+VALUES ('raw_other', :d1, '{}', 'running', 1, 1, now() - interval '1 min', now() - interval '1 s');
+RESET job_state.restore;
+SELECT job_state.sweep() >= 2 AS swept;
+SELECT queue, status, reason FROM job_state.job WHERE id = :d1 ORDER BY queue;
+SELECT queue, unknown FROM job_state.queue_stats WHERE queue IN ('raw_cols', 'raw_other') ORDER BY queue;
+UPDATE job_state.job SET status = 'failed' WHERE id = :d1 AND status = 'unknown';
+SELECT job_state.purge('0 s') >= 2 AS purged;
+SELECT count(*) AS left_of_d1 FROM job_state.job WHERE id = :d1;

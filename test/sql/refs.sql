@@ -84,6 +84,30 @@ SELECT count(*) AS found FROM job_state.find_job('agent_session', 'sess-1');
 SELECT job_state.add_ref(:'t3', 'agent_session', 'sess-3');
 SELECT * FROM job_state.job_ref;
 RESET ROLE;
+-- the callback privilege allows succeed, fail and heartbeat with a token
+-- and nothing else: add_ref needs the claim privilege
+SELECT job_state.grant_queue('other', 'regress_js_refs_other', 'callback');
+GRANT EXECUTE ON FUNCTION job_state.heartbeat(job_state.claim_token, interval, jsonb)
+	TO regress_js_refs_other;
+SET ROLE regress_js_refs_other;
+\set VERBOSITY default
+SELECT job_state.add_ref(:'t3', 'agent_session', 'sess-cb');
+\set VERBOSITY sqlstate
+SELECT lease_expires_at IS NOT NULL AS heartbeat_with_callback FROM job_state.heartbeat(:'t3');
+RESET ROLE;
+-- a worker whose claim privilege was revoked is told it needs claim
+SELECT job_state.grant_queue('other', 'regress_js_refs_reader', 'claim');
+GRANT EXECUTE ON FUNCTION job_state.heartbeat(job_state.claim_token, interval, jsonb)
+	TO regress_js_refs_reader;
+SET ROLE regress_js_refs_reader;
+SELECT job_state.add_ref(:'t3', 'agent_session', 'sess-claim') AS added_with_claim;
+RESET ROLE;
+SELECT job_state.revoke_queue('other', 'regress_js_refs_reader', 'claim');
+SET ROLE regress_js_refs_reader;
+\set VERBOSITY default
+SELECT lease_expires_at FROM job_state.heartbeat(:'t3');
+\set VERBOSITY sqlstate
+RESET ROLE;
 -- the extension owner sees both
 SELECT * FROM job_state.find_job('agent_session', 'sess-1');
 SELECT job_state.succeed(:'t3');
