@@ -23,7 +23,16 @@
  * pass every check.
  *
  * The calling role is the outer user (GetOuterUserId(): the role that
- * called our SECURITY DEFINER function, following SET ROLE).
+ * called our SECURITY DEFINER function, following SET ROLE), or, while a
+ * deferred action runs (a schedule's tick, schedule.c), the role that owns
+ * it: js_acting_role, so that the tick is authorised and recorded as its
+ * owner and never as whoever runs sweep().
+ *
+ * A role that holds no privilege at all on a queue is answered as if the
+ * queue did not exist: every lookup by queue name, by job id or by token
+ * gives such a role exactly the error of a missing queue or job (JS008),
+ * and has_queue_privilege gives it NULL.  A role that holds some privilege
+ * on the queue knows it exists and gets 42501 for the others.
  * has_queue_privilege() is not SECURITY DEFINER and checks the current
  * user, as has_table_privilege() does; the views that filter by it run it
  * as the role that queries them.
@@ -58,6 +67,10 @@ PG_FUNCTION_INFO_V1(js_grant_queue);
 PG_FUNCTION_INFO_V1(js_revoke_queue);
 PG_FUNCTION_INFO_V1(js_has_queue_privilege);
 PG_FUNCTION_INFO_V1(js_has_queue_privilege_role);
+PG_FUNCTION_INFO_V1(js_stale_refusals);
+
+/* the owner of the deferred action that runs now (schedule.c), or invalid */
+Oid			js_acting_role = InvalidOid;
 
 typedef struct JsQueuePrivName
 {
@@ -129,23 +142,59 @@ JsQueueAllows(const Acl *acl, Oid role, AclMode mode)
 }
 
 /*
- * 42501 unless the calling role holds mode on queue.  Every API function
- * checks before it reads or writes a job of the queue, so a role that may
- * not use a queue learns nothing about its jobs or keys.
+ * Whether role holds any privilege on a queue with this acl: a role that
+ * holds none is answered as if the queue did not exist.
+ */
+bool
+JsQueueVisible(const Acl *acl, Oid role)
+{
+	if (acl == NULL || superuser_arg(role))
+		return true;
+	if (ARR_NDIM(acl) == 0)
+		return false;
+	return aclmask(acl, role, InvalidOid, JS_QUEUE_ALL, ACLMASK_ANY) != 0;
+}
+
+/* the role API calls act as: a deferred action's owner, else the caller */
+Oid
+JsCallingRole(void)
+{
+	return OidIsValid(js_acting_role) ? js_acting_role : GetOuterUserId();
+}
+
+/* JS008 for a queue by name: the answer for a missing or invisible queue */
+pg_noreturn void
+JsQueueMissing(const char *queue)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+			 errmsg("queue \"%s\" does not exist", queue),
+			 errhint("Create it with job_state.create_queue().")));
+}
+
+/*
+ * 42501 unless the calling role holds mode on queue; JS008 as for a queue
+ * that does not exist when it holds no privilege on it at all.  Every API
+ * function checks before it reads or writes a job of the queue, so a role
+ * that may not use a queue learns nothing about its jobs or keys, and a
+ * role that holds nothing on it not even that it exists.
  */
 void
 JsRequireQueuePrivilege(const char *queue, const Acl *acl, AclMode mode)
 {
-	Oid			role = GetOuterUserId();
+	Oid			role = JsCallingRole();
 
-	if (!JsQueueAllows(acl, role, mode))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for queue \"%s\"", queue),
-				 errdetail("Role \"%s\" does not hold the %s privilege on the queue.",
-						   GetUserNameFromId(role, false),
-						   JsQueuePrivilegeName(mode)),
-				 errhint("A queue's privileges are granted with job_state.grant_queue().")));
+	if (JsQueueAllows(acl, role, mode))
+		return;
+	if (!JsQueueVisible(acl, role))
+		JsQueueMissing(queue);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied for queue \"%s\"", queue),
+			 errdetail("Role \"%s\" does not hold the %s privilege on the queue.",
+					   GetUserNameFromId(role, false),
+					   JsQueuePrivilegeName(mode)),
+			 errhint("A queue's privileges are granted with job_state.grant_queue().")));
 }
 
 /*
@@ -170,10 +219,7 @@ JsRequireQueuePrivilegeByName(Datum queue, AclMode mode)
 	Acl		   *acl;
 
 	if (!JsReadQueueAcl(queue, &acl))
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-				 errmsg("queue \"%s\" does not exist", TextDatumGetCString(queue)),
-				 errhint("Create it with job_state.create_queue().")));
+		JsQueueMissing(TextDatumGetCString(queue));
 	JsRequireQueuePrivilege(TextDatumGetCString(queue), acl, mode);
 }
 
@@ -295,7 +341,10 @@ js_revoke_queue(PG_FUNCTION_ARGS)
 	return JsChangeQueueAcl(fcinfo, false);
 }
 
-/* has_queue_privilege for role; NULL when there is no such queue */
+/*
+ * has_queue_privilege for role; NULL when there is no such queue, or when
+ * the current user holds no privilege on it (as if there were none).
+ */
 static Datum
 JsHasQueuePrivilege(FunctionCallInfo fcinfo, Oid role, int queue_arg)
 {
@@ -303,7 +352,8 @@ JsHasQueuePrivilege(FunctionCallInfo fcinfo, Oid role, int queue_arg)
 	AclMode		mode;
 
 	mode = JsParseQueuePrivilege(text_to_cstring(PG_GETARG_TEXT_PP(queue_arg + 1)));
-	if (!JsReadQueueAcl(PG_GETARG_DATUM(queue_arg), &acl))
+	if (!JsReadQueueAcl(PG_GETARG_DATUM(queue_arg), &acl) ||
+		!JsQueueVisible(acl, GetUserId()))
 		PG_RETURN_NULL();
 	PG_RETURN_BOOL(JsQueueAllows(acl, role, mode));
 }
@@ -320,4 +370,40 @@ Datum
 js_has_queue_privilege_role(PG_FUNCTION_ARGS)
 {
 	return JsHasQueuePrivilege(fcinfo, JsRoleArg(fcinfo, 0), 1);
+}
+
+static JsPlan stale_refusals_plan = {
+	"SELECT q.acl, COALESCE(pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass("
+	"  'job_state.stale_refusals_' OPERATOR(pg_catalog.||) q.id)), 0)"
+	" FROM job_state.queue q WHERE q.id OPERATOR(pg_catalog.=) $1",
+	1, {INT4OID}
+};
+
+/*
+ * stale_refusals(queue_id): the stale-token refusals counted for a queue
+ * the calling role may read; NULL when there is no such queue and, alike,
+ * when the role may not read it (as queue_stats leaves its row out).
+ */
+Datum
+js_stale_refusals(PG_FUNCTION_ARGS)
+{
+	Datum		id = PG_GETARG_DATUM(0);
+	bool		isnull;
+	bool		allowed;
+	Datum		acl;
+	int64		n = 0;
+
+	SPI_connect();
+	allowed = JsExecute(&stale_refusals_plan, &id, NULL, true, 1) == 1;
+	if (allowed)
+	{
+		acl = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		allowed = JsQueueAllows(isnull ? NULL : DatumGetAclP(acl), JsCallingRole(),
+								JS_QUEUE_READ);
+		n = JsGetInt64(0, 2, NULL);
+	}
+	SPI_finish();
+	if (!allowed)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(n);
 }
