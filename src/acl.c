@@ -68,6 +68,7 @@ PG_FUNCTION_INFO_V1(js_revoke_queue);
 PG_FUNCTION_INFO_V1(js_has_queue_privilege);
 PG_FUNCTION_INFO_V1(js_has_queue_privilege_role);
 PG_FUNCTION_INFO_V1(js_stale_refusals);
+PG_FUNCTION_INFO_V1(js_queue_channel);
 
 /* the owner of the deferred action that runs now (schedule.c), or invalid */
 Oid			js_acting_role = InvalidOid;
@@ -406,4 +407,38 @@ js_stale_refusals(PG_FUNCTION_ARGS)
 	if (!allowed)
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(n);
+}
+
+/*
+ * queue_channel(queue, kind): the name of the queue's channel of kind
+ * work (new jobs; for roles that may claim) or done (ended jobs' ids; for
+ * roles that may read the queue or submit to it).  The name carries the
+ * queue's secret (queue.channel), so it is the whole of what keeps the
+ * wake-ups from other roles: PostgreSQL lets any role LISTEN.
+ */
+Datum
+js_queue_channel(PG_FUNCTION_ARGS)
+{
+	char	   *queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *kind = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	bool		work = strcmp(kind, "work") == 0;
+	Oid			role = JsCallingRole();
+	JsQueueOptions q;
+
+	if (!work && strcmp(kind, "done") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unrecognized channel kind \"%s\"", kind),
+				 errhint("A queue's channels are work and done.")));
+	if (!JsReadQueueLatest(PG_GETARG_DATUM(0), &q))
+		JsQueueMissing(queue);
+	if (work)
+		JsRequireQueuePrivilege(queue, q.acl, JS_QUEUE_CLAIM);
+	else if (!JsQueueAllows(q.acl, role, JS_QUEUE_SUBMIT))
+		JsRequireQueuePrivilege(queue, q.acl, JS_QUEUE_READ);
+	if (q.channel[0] == '\0')
+		elog(ERROR, "job_state: queue \"%s\" has no channel", queue);
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%s%s",
+											  work ? JS_WORK_CHANNEL_PREFIX : JS_DONE_CHANNEL_PREFIX,
+											  q.channel)));
 }

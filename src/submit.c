@@ -321,7 +321,7 @@ JsSubmitEnd(JsSubmitter *s)
 	PopActiveSnapshot();
 	table_close(s->job, NoLock);
 	if (s->created)
-		JsNotifyNewJob(s->queue_name);
+		JsNotifyNewJob(s->queue_name, s->q.channel);
 }
 
 Datum
