@@ -316,7 +316,7 @@ JsTokenQueueMissing(int32 queue_id)
 	ereport(ERROR,
 			(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 			 errmsg("queue number %d does not exist", queue_id),
-			 errdetail("The token names a queue that was dropped.")));
+			 errdetail("The token names a queue that was dropped, or one this role holds no privilege on.")));
 }
 
 /*
