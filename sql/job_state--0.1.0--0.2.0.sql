@@ -181,7 +181,7 @@ CREATE FUNCTION job_state.has_queue_privilege(queue pg_catalog.text,
 	AS 'MODULE_PATHNAME', 'js_has_queue_privilege'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION job_state.has_queue_privilege(pg_catalog.text, pg_catalog.text) IS
-	'whether the current user holds a privilege (submit, claim, operate, read, all) on a queue; NULL for no such queue';
+	'whether the current user holds a privilege (submit, claim, operate, read, callback, all) on a queue; NULL for no such queue and for a queue it holds no privilege on';
 
 CREATE FUNCTION job_state.has_queue_privilege(role pg_catalog.text,
 	queue pg_catalog.text, privilege pg_catalog.text)
@@ -189,7 +189,7 @@ CREATE FUNCTION job_state.has_queue_privilege(role pg_catalog.text,
 	AS 'MODULE_PATHNAME', 'js_has_queue_privilege_role'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION job_state.has_queue_privilege(pg_catalog.text, pg_catalog.text, pg_catalog.text) IS
-	'whether a role (or public) holds a privilege on a queue; NULL for no such queue';
+	'whether a role (or public) holds a privilege on a queue; NULL for no such queue and for a queue the current user holds no privilege on';
 
 GRANT EXECUTE ON FUNCTION
 	job_state.has_queue_privilege(pg_catalog.text, pg_catalog.text),
@@ -674,3 +674,69 @@ CREATE TRIGGER job_state_append_only
 	INSTEAD OF INSERT OR UPDATE OR DELETE ON job_state.job_event
 	FOR EACH ROW EXECUTE FUNCTION job_state.append_only_trigger();
 REVOKE ALL ON job_state.job_event FROM PUBLIC;
+
+/*
+ * Tenant isolation.  A schedule belongs to the role that made it: its
+ * ticks are submitted as that role (skipped while it no longer exists or
+ * may not submit), and its name is unique within its queue, not over all
+ * queues.  Schedules made at 0.1.0 belong to the owner of job_state's
+ * tables.  unschedule takes the queue too.
+ */
+ALTER TABLE job_state.schedule ADD COLUMN owner pg_catalog.regrole;
+UPDATE job_state.schedule
+   SET owner = (SELECT c.relowner FROM pg_catalog.pg_class c
+				 WHERE c.oid OPERATOR(pg_catalog.=) 'job_state.schedule'::pg_catalog.regclass)::pg_catalog.regrole;
+ALTER TABLE job_state.schedule
+	ALTER COLUMN owner SET NOT NULL,
+	ALTER COLUMN owner SET DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(CURRENT_USER)),
+	DROP CONSTRAINT schedule_pkey,
+	ADD CONSTRAINT schedule_pkey PRIMARY KEY (queue, name);
+COMMENT ON COLUMN job_state.schedule.owner IS
+	'the role that called schedule(): each tick is submitted as this role, and skipped while it no longer exists or may not submit to the queue';
+
+DROP FUNCTION job_state.unschedule(pg_catalog.text);
+CREATE FUNCTION job_state.unschedule(name pg_catalog.text,
+	queue pg_catalog.text DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'js_unschedule'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.unschedule(pg_catalog.text, pg_catalog.text) IS
+	'removes a schedule the caller owns or whose queue it may submit to (the jobs it submitted stay); without a queue, the one such schedule of that name';
+REVOKE ALL ON FUNCTION job_state.unschedule(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+
+/*
+ * stale_refusals(queue_id) answers only for a queue the caller may read
+ * (NULL otherwise, as for no such queue); it stays executable by PUBLIC
+ * for queue_stats.
+ */
+CREATE OR REPLACE FUNCTION job_state.stale_refusals(queue_id pg_catalog.int4)
+	RETURNS pg_catalog.int8
+	AS 'MODULE_PATHNAME', 'js_stale_refusals'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.stale_refusals(pg_catalog.int4) IS
+	'stale-token refusals counted for a queue number (survives the refused transactions'' rollback); NULL for no such queue and for a queue the caller may not read';
+
+/*
+ * Wake-ups on per-queue channels named by a secret (notify.c, waiter.c):
+ * job_state_<channel> with an empty payload for new jobs and
+ * job_state_done_<channel> with the job id for ended jobs, in place of
+ * 0.1.0's job_state and job_state_done, which every role could LISTEN to.
+ */
+ALTER TABLE job_state.queue ADD COLUMN channel pg_catalog.text NOT NULL
+	DEFAULT pg_catalog.replace(pg_catalog.gen_random_uuid()::pg_catalog.text, '-', '')
+	CONSTRAINT queue_channel_valid
+	CHECK (channel OPERATOR(pg_catalog.~) '^[0-9a-f]{32}$');
+COMMENT ON COLUMN job_state.queue.channel IS
+	'the secret part of the queue''s notification channels job_state_<channel> (new jobs) and job_state_done_<channel> (ended jobs); queue_channel() gives them to roles with the privilege';
+
+CREATE FUNCTION job_state.queue_channel(queue pg_catalog.text,
+	kind pg_catalog.text DEFAULT 'work')
+	RETURNS pg_catalog.text
+	AS 'MODULE_PATHNAME', 'js_queue_channel'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.queue_channel(pg_catalog.text, pg_catalog.text) IS
+	'the channel to LISTEN to: work (a new job, empty payload; needs claim) or done (an ended job''s id; needs read or submit)';
+REVOKE ALL ON FUNCTION job_state.queue_channel(pg_catalog.text, pg_catalog.text) FROM PUBLIC;

@@ -196,6 +196,10 @@ CREATE TABLE job_state.queue (
 	retention pg_catalog.interval
 		CONSTRAINT queue_retention_bounded
 		CHECK (retention >= '1 s' AND retention <= '3600 days'),
+	channel pg_catalog.text NOT NULL
+		DEFAULT pg_catalog.replace(pg_catalog.gen_random_uuid()::pg_catalog.text, '-', '')
+		CONSTRAINT queue_channel_valid
+		CHECK (channel OPERATOR(pg_catalog.~) '^[0-9a-f]{32}$'),
 	/* spans added to timestamps: at most what create_queue allows */
 	CONSTRAINT queue_spans_bounded
 		CHECK (lease <= '3600 days' AND max_lease <= '3600 days'
@@ -205,6 +209,8 @@ COMMENT ON TABLE job_state.queue IS
 	'one row per queue: lease, retry policy, limits; written by create_queue and alter_queue';
 COMMENT ON COLUMN job_state.queue.acl IS
 	'the queue''s privileges (a = submit, w = claim and act, d = operate, r = read); NULL: open to every role that may execute the functions';
+COMMENT ON COLUMN job_state.queue.channel IS
+	'the secret part of the queue''s notification channels job_state_<channel> (new jobs) and job_state_done_<channel> (ended jobs); queue_channel() gives them to roles with the privilege';
 COMMENT ON COLUMN job_state.queue.retention IS
 	'how long succeeded, failed and cancelled jobs are kept after they finished; sweep() and the sweeper delete older ones with all their rows; NULL: until purge()';
 
@@ -452,7 +458,7 @@ COMMENT ON TABLE job_state.operation IS
  * is ever doubled.
  */
 CREATE TABLE job_state.schedule (
-	name pg_catalog.text PRIMARY KEY
+	name pg_catalog.text NOT NULL
 		CHECK (pg_catalog.length(name) BETWEEN 1 AND 128
 			   AND pg_catalog.octet_length(name) <= 237),
 	cron pg_catalog.text NOT NULL
@@ -462,10 +468,15 @@ CREATE TABLE job_state.schedule (
 		CHECK (pg_catalog.length(queue) BETWEEN 1 AND 128),
 	input pg_catalog.jsonb NOT NULL,
 	last_tick pg_catalog.timestamptz,
-	created_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+	created_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	owner pg_catalog.regrole NOT NULL
+		DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(CURRENT_USER)),
+	CONSTRAINT schedule_pkey PRIMARY KEY (queue, name)
 );
 COMMENT ON TABLE job_state.schedule IS
 	'one row per schedule: cron expression (UTC), queue and input of its jobs, and the last tick submitted; written by schedule, unschedule and sweep';
+COMMENT ON COLUMN job_state.schedule.owner IS
+	'the role that called schedule(): each tick is submitted as this role, and skipped while it no longer exists or may not submit to the queue';
 COMMENT ON COLUMN job_state.schedule.last_tick IS
 	'the latest tick submitted; NULL until the first (a tick counts from created_at truncated to the minute)';
 
@@ -798,7 +809,7 @@ CREATE FUNCTION job_state.has_queue_privilege(queue pg_catalog.text,
 	AS 'MODULE_PATHNAME', 'js_has_queue_privilege'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION job_state.has_queue_privilege(pg_catalog.text, pg_catalog.text) IS
-	'whether the current user holds a privilege (submit, claim, operate, read, all) on a queue; NULL for no such queue';
+	'whether the current user holds a privilege (submit, claim, operate, read, callback, all) on a queue; NULL for no such queue and for a queue it holds no privilege on';
 
 CREATE FUNCTION job_state.has_queue_privilege(role pg_catalog.text,
 	queue pg_catalog.text, privilege pg_catalog.text)
@@ -806,7 +817,7 @@ CREATE FUNCTION job_state.has_queue_privilege(role pg_catalog.text,
 	AS 'MODULE_PATHNAME', 'js_has_queue_privilege_role'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION job_state.has_queue_privilege(pg_catalog.text, pg_catalog.text, pg_catalog.text) IS
-	'whether a role (or public) holds a privilege on a queue; NULL for no such queue';
+	'whether a role (or public) holds a privilege on a queue; NULL for no such queue and for a queue the current user holds no privilege on';
 
 /*
  * Jobs: submit, claim, heartbeat and completion.
@@ -1149,13 +1160,14 @@ COMMENT ON FUNCTION job_state.schedule(pg_catalog.text, pg_catalog.text,
 	pg_catalog.text, pg_catalog.jsonb) IS
 	'submits input to queue at every tick of cron (5 fields, UTC) with idempotency key name@YYYY-MM-DDTHH:MIZ; after downtime only the latest missed tick';
 
-CREATE FUNCTION job_state.unschedule(name pg_catalog.text)
+CREATE FUNCTION job_state.unschedule(name pg_catalog.text,
+	queue pg_catalog.text DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'js_unschedule'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
 	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION job_state.unschedule(pg_catalog.text) IS
-	'removes a schedule (the jobs it submitted stay)';
+COMMENT ON FUNCTION job_state.unschedule(pg_catalog.text, pg_catalog.text) IS
+	'removes a schedule the caller owns or whose queue it may submit to (the jobs it submitted stay); without a queue, the one such schedule of that name';
 
 /*
  * Observability: stale-token refusals, counted in a sequence per queue
@@ -1164,14 +1176,25 @@ COMMENT ON FUNCTION job_state.unschedule(pg_catalog.text) IS
  */
 CREATE FUNCTION job_state.stale_refusals(queue_id pg_catalog.int4)
 	RETURNS pg_catalog.int8
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE
-	SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-	AS $$
-	SELECT COALESCE(pg_catalog.pg_sequence_last_value(
-		pg_catalog.to_regclass('job_state.stale_refusals_' OPERATOR(pg_catalog.||) queue_id)), 0)
-	$$;
+	AS 'MODULE_PATHNAME', 'js_stale_refusals'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION job_state.stale_refusals(pg_catalog.int4) IS
-	'stale-token refusals counted for a queue number (survives the refused transactions'' rollback)';
+	'stale-token refusals counted for a queue number (survives the refused transactions'' rollback); NULL for no such queue and for a queue the caller may not read';
+
+/*
+ * Wake-ups (notify.c, waiter.c): each queue's channels are named by its
+ * secret queue.channel, so that only roles given the name by this
+ * function, which checks their privileges, hear them.
+ */
+CREATE FUNCTION job_state.queue_channel(queue pg_catalog.text,
+	kind pg_catalog.text DEFAULT 'work')
+	RETURNS pg_catalog.text
+	AS 'MODULE_PATHNAME', 'js_queue_channel'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION job_state.queue_channel(pg_catalog.text, pg_catalog.text) IS
+	'the channel to LISTEN to: work (a new job, empty payload; needs claim) or done (an ended job''s id; needs read or submit)';
 
 /*
  * ==== Views ===============================================================

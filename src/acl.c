@@ -23,7 +23,16 @@
  * pass every check.
  *
  * The calling role is the outer user (GetOuterUserId(): the role that
- * called our SECURITY DEFINER function, following SET ROLE).
+ * called our SECURITY DEFINER function, following SET ROLE), or, while a
+ * deferred action runs (a schedule's tick, schedule.c), the role that owns
+ * it: js_acting_role, so that the tick is authorised and recorded as its
+ * owner and never as whoever runs sweep().
+ *
+ * A role that holds no privilege at all on a queue is answered as if the
+ * queue did not exist: every lookup by queue name, by job id or by token
+ * gives such a role exactly the error of a missing queue or job (JS008),
+ * and has_queue_privilege gives it NULL.  A role that holds some privilege
+ * on the queue knows it exists and gets 42501 for the others.
  * has_queue_privilege() is not SECURITY DEFINER and checks the current
  * user, as has_table_privilege() does; the views that filter by it run it
  * as the role that queries them.
@@ -58,6 +67,11 @@ PG_FUNCTION_INFO_V1(js_grant_queue);
 PG_FUNCTION_INFO_V1(js_revoke_queue);
 PG_FUNCTION_INFO_V1(js_has_queue_privilege);
 PG_FUNCTION_INFO_V1(js_has_queue_privilege_role);
+PG_FUNCTION_INFO_V1(js_stale_refusals);
+PG_FUNCTION_INFO_V1(js_queue_channel);
+
+/* the owner of the deferred action that runs now (schedule.c), or invalid */
+Oid			js_acting_role = InvalidOid;
 
 typedef struct JsQueuePrivName
 {
@@ -129,23 +143,59 @@ JsQueueAllows(const Acl *acl, Oid role, AclMode mode)
 }
 
 /*
- * 42501 unless the calling role holds mode on queue.  Every API function
- * checks before it reads or writes a job of the queue, so a role that may
- * not use a queue learns nothing about its jobs or keys.
+ * Whether role holds any privilege on a queue with this acl: a role that
+ * holds none is answered as if the queue did not exist.
+ */
+bool
+JsQueueVisible(const Acl *acl, Oid role)
+{
+	if (acl == NULL || superuser_arg(role))
+		return true;
+	if (ARR_NDIM(acl) == 0)
+		return false;
+	return aclmask(acl, role, InvalidOid, JS_QUEUE_ALL, ACLMASK_ANY) != 0;
+}
+
+/* the role API calls act as: a deferred action's owner, else the caller */
+Oid
+JsCallingRole(void)
+{
+	return OidIsValid(js_acting_role) ? js_acting_role : GetOuterUserId();
+}
+
+/* JS008 for a queue by name: the answer for a missing or invisible queue */
+pg_noreturn void
+JsQueueMissing(const char *queue)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+			 errmsg("queue \"%s\" does not exist", queue),
+			 errhint("Create it with job_state.create_queue().")));
+}
+
+/*
+ * 42501 unless the calling role holds mode on queue; JS008 as for a queue
+ * that does not exist when it holds no privilege on it at all.  Every API
+ * function checks before it reads or writes a job of the queue, so a role
+ * that may not use a queue learns nothing about its jobs or keys, and a
+ * role that holds nothing on it not even that it exists.
  */
 void
 JsRequireQueuePrivilege(const char *queue, const Acl *acl, AclMode mode)
 {
-	Oid			role = GetOuterUserId();
+	Oid			role = JsCallingRole();
 
-	if (!JsQueueAllows(acl, role, mode))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for queue \"%s\"", queue),
-				 errdetail("Role \"%s\" does not hold the %s privilege on the queue.",
-						   GetUserNameFromId(role, false),
-						   JsQueuePrivilegeName(mode)),
-				 errhint("A queue's privileges are granted with job_state.grant_queue().")));
+	if (JsQueueAllows(acl, role, mode))
+		return;
+	if (!JsQueueVisible(acl, role))
+		JsQueueMissing(queue);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied for queue \"%s\"", queue),
+			 errdetail("Role \"%s\" does not hold the %s privilege on the queue.",
+					   GetUserNameFromId(role, false),
+					   JsQueuePrivilegeName(mode)),
+			 errhint("A queue's privileges are granted with job_state.grant_queue().")));
 }
 
 /*
@@ -170,10 +220,7 @@ JsRequireQueuePrivilegeByName(Datum queue, AclMode mode)
 	Acl		   *acl;
 
 	if (!JsReadQueueAcl(queue, &acl))
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-				 errmsg("queue \"%s\" does not exist", TextDatumGetCString(queue)),
-				 errhint("Create it with job_state.create_queue().")));
+		JsQueueMissing(TextDatumGetCString(queue));
 	JsRequireQueuePrivilege(TextDatumGetCString(queue), acl, mode);
 }
 
@@ -295,7 +342,10 @@ js_revoke_queue(PG_FUNCTION_ARGS)
 	return JsChangeQueueAcl(fcinfo, false);
 }
 
-/* has_queue_privilege for role; NULL when there is no such queue */
+/*
+ * has_queue_privilege for role; NULL when there is no such queue, or when
+ * the current user holds no privilege on it (as if there were none).
+ */
 static Datum
 JsHasQueuePrivilege(FunctionCallInfo fcinfo, Oid role, int queue_arg)
 {
@@ -303,7 +353,8 @@ JsHasQueuePrivilege(FunctionCallInfo fcinfo, Oid role, int queue_arg)
 	AclMode		mode;
 
 	mode = JsParseQueuePrivilege(text_to_cstring(PG_GETARG_TEXT_PP(queue_arg + 1)));
-	if (!JsReadQueueAcl(PG_GETARG_DATUM(queue_arg), &acl))
+	if (!JsReadQueueAcl(PG_GETARG_DATUM(queue_arg), &acl) ||
+		!JsQueueVisible(acl, GetUserId()))
 		PG_RETURN_NULL();
 	PG_RETURN_BOOL(JsQueueAllows(acl, role, mode));
 }
@@ -320,4 +371,74 @@ Datum
 js_has_queue_privilege_role(PG_FUNCTION_ARGS)
 {
 	return JsHasQueuePrivilege(fcinfo, JsRoleArg(fcinfo, 0), 1);
+}
+
+static JsPlan stale_refusals_plan = {
+	"SELECT q.acl, COALESCE(pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass("
+	"  'job_state.stale_refusals_' OPERATOR(pg_catalog.||) q.id)), 0)"
+	" FROM job_state.queue q WHERE q.id OPERATOR(pg_catalog.=) $1",
+	1, {INT4OID}
+};
+
+/*
+ * stale_refusals(queue_id): the stale-token refusals counted for a queue
+ * the calling role may read; NULL when there is no such queue and, alike,
+ * when the role may not read it (as queue_stats leaves its row out).
+ */
+Datum
+js_stale_refusals(PG_FUNCTION_ARGS)
+{
+	Datum		id = PG_GETARG_DATUM(0);
+	bool		isnull;
+	bool		allowed;
+	Datum		acl;
+	int64		n = 0;
+
+	SPI_connect();
+	allowed = JsExecute(&stale_refusals_plan, &id, NULL, true, 1) == 1;
+	if (allowed)
+	{
+		acl = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		allowed = JsQueueAllows(isnull ? NULL : DatumGetAclP(acl), JsCallingRole(),
+								JS_QUEUE_READ);
+		n = JsGetInt64(0, 2, NULL);
+	}
+	SPI_finish();
+	if (!allowed)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(n);
+}
+
+/*
+ * queue_channel(queue, kind): the name of the queue's channel of kind
+ * work (new jobs; for roles that may claim) or done (ended jobs' ids; for
+ * roles that may read the queue or submit to it).  The name carries the
+ * queue's secret (queue.channel), so it is the whole of what keeps the
+ * wake-ups from other roles: PostgreSQL lets any role LISTEN.
+ */
+Datum
+js_queue_channel(PG_FUNCTION_ARGS)
+{
+	char	   *queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *kind = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	bool		work = strcmp(kind, "work") == 0;
+	Oid			role = JsCallingRole();
+	JsQueueOptions q;
+
+	if (!work && strcmp(kind, "done") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unrecognized channel kind \"%s\"", kind),
+				 errhint("A queue's channels are work and done.")));
+	if (!JsReadQueueLatest(PG_GETARG_DATUM(0), &q))
+		JsQueueMissing(queue);
+	if (work)
+		JsRequireQueuePrivilege(queue, q.acl, JS_QUEUE_CLAIM);
+	else if (!JsQueueAllows(q.acl, role, JS_QUEUE_SUBMIT))
+		JsRequireQueuePrivilege(queue, q.acl, JS_QUEUE_READ);
+	if (q.channel[0] == '\0')
+		elog(ERROR, "job_state: queue \"%s\" has no channel", queue);
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%s%s",
+											  work ? JS_WORK_CHANNEL_PREFIX : JS_DONE_CHANNEL_PREFIX,
+											  q.channel)));
 }

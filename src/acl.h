@@ -20,6 +20,10 @@
 #define JS_QUEUE_ALL \
 	(JS_QUEUE_SUBMIT | JS_QUEUE_CLAIM | JS_QUEUE_OPERATE | JS_QUEUE_READ | \
 	 JS_QUEUE_CALLBACK)
+extern PGDLLIMPORT Oid js_acting_role;
+extern Oid	JsCallingRole(void);
+extern bool JsQueueVisible(const Acl *acl, Oid role);
+pg_noreturn extern void JsQueueMissing(const char *queue);
 extern bool JsQueueAllows(const Acl *acl, Oid role, AclMode mode);
 extern void JsRequireQueuePrivilege(const char *queue, const Acl *acl, AclMode mode);
 extern bool JsReadQueueAcl(Datum queue, Acl **acl);

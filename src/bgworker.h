@@ -24,6 +24,6 @@ extern void JsRegisterSweeper(void);
 
 /* notify.c */
 extern void JsRegisterNotifier(void);
-extern void JsNotifyNewJob(const char *queue);
+extern void JsNotifyNewJob(const char *queue, const char *channel_key);
 
 #endif							/* JS_BGWORKER_H */

@@ -55,6 +55,15 @@
 
 #include "errcodes.h"
 
+/*
+ * A queue's channel secret (queue.channel): 32 hex digits, 128 random
+ * bits; its channels carry new jobs (empty payload, notify.c) and ended
+ * jobs (the job id, waiter.c).
+ */
+#define JS_CHANNEL_KEY_LEN 32
+#define JS_WORK_CHANNEL_PREFIX "job_state_"
+#define JS_DONE_CHANNEL_PREFIX "job_state_done_"
+
 /* PostgreSQL 18 replaced pg_attribute_noreturn() with pg_noreturn */
 #ifndef pg_noreturn
 #define pg_noreturn pg_attribute_noreturn()

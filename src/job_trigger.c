@@ -206,7 +206,8 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 	if ((to == JS_SUCCEEDED || to == JS_FAILED || to == JS_CANCELLED ||
 		 to == JS_UNKNOWN) && !js_restore &&
 		(oldslot == NULL || JsTupleStatus(cols, oldslot) != to))
-		JsWaiterNoteDone(JsTupleJobId(cols, newslot));
+		JsWaiterNoteDone(JsTupleJobId(cols, newslot),
+						 slot_getattr(newslot, cols->queue, &isnull));
 
 	/* the slot numbers the update cleared: those slots go back */
 	if (oldslot != NULL && to != JS_RUNNING && !js_restore)

@@ -1,7 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * notify.c
- *	  Wake-ups for new jobs: NOTIFY job_state, '<queue>'.
+ *	  Wake-ups for new jobs: NOTIFY job_state_<channel key>, ''.
+ *
+ * Each queue has its own channel, named by a secret of 128 random bits
+ * (queue.channel), with an empty payload: PostgreSQL lets any role LISTEN
+ * to any channel, so a wake-up must tell a role that may not see the queue
+ * nothing, neither the queue's name nor that it exists.  A worker learns
+ * the channel from queue_channel(), which checks its claim privilege
+ * (acl.c).  Under 0.1.0's queue table (no channel, before ALTER EXTENSION
+ * UPDATE) the wake-up is 0.1.0's, NOTIFY job_state, '<queue>'.
  *
  * PostgreSQL serialises the commits of all transactions that NOTIFY: one
  * lock, taken before the commit record is written and released after it is
@@ -33,8 +41,8 @@
  * does not serve this database (not preloaded, or job_state.database is
  * another database) and where job_state.notify = commit.
  *
- * The notifier also sends NOTIFY job_state_done, '<job id>' for the jobs
- * that ended in the transactions of its database (waiter.c hands them
+ * The notifier also sends NOTIFY job_state_done_<channel key>, '<job id>'
+ * for the jobs that ended in the transactions of its database (waiter.c hands them
  * over after their commits), in the same rounds.
  *
  * Locks: the notifier set's LWLock, held only to copy queue names in or
@@ -55,10 +63,12 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "job_state.h"
 #include "bgworker.h"
+#include "tables.h"
 #include "waiter.h"
 
 #define JS_NOTIFIER_NAME "job_state notifier"
@@ -67,8 +77,12 @@
 
 /* queues remembered between two rounds; more wake every queue */
 #define JS_NOTIFY_SLOTS 64
-/* a queue name has at most 128 characters (JsCheckName) */
-#define JS_QUEUE_NAME_BYTES (128 * MAX_MULTIBYTE_CHAR_LEN + 1)
+/*
+ * What one wake-up sends: 'c' and the queue's channel (payload ''), or,
+ * on 0.1.0's table, 'q' and the queue's name (NOTIFY job_state, name); a
+ * queue name has at most 128 characters (JsCheckName).
+ */
+#define JS_QUEUE_NAME_BYTES (128 * MAX_MULTIBYTE_CHAR_LEN + 2)
 
 typedef struct JsNotifyShared
 {
@@ -104,9 +118,25 @@ static bool callbacks_registered = false;
 PGDLLEXPORT void js_notifier_main(Datum main_arg);
 
 static JsPlan queues_plan = {
-	"SELECT name FROM job_state.queue ORDER BY name",
+	"SELECT 'c' OPERATOR(pg_catalog.||) '" JS_WORK_CHANNEL_PREFIX "' OPERATOR(pg_catalog.||) channel"
+	" FROM job_state.queue ORDER BY name",
 	0, {0}
 };
+
+static JsPlan queues_plan_010 = {
+	"SELECT 'q' OPERATOR(pg_catalog.||) name FROM job_state.queue ORDER BY name",
+	0, {0}
+};
+
+/* send one wake-up as the set holds it (JS_QUEUE_NAME_BYTES) */
+static void
+JsNotifySend(const char *wake)
+{
+	if (wake[0] == 'c')
+		Async_Notify(wake + 1, "");
+	else
+		Async_Notify("job_state", wake + 1);
+}
 
 /* --- shared memory -------------------------------------------------------- */
 
@@ -272,25 +302,32 @@ JsNotifySubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 }
 
 /*
- * A job was created in queue: wake the workers of that queue once this
- * transaction commits (job_state.notify).
+ * A job was created in queue, whose channel key is channel_key ("" on
+ * 0.1.0's table): wake the workers of that queue once this transaction
+ * commits (job_state.notify).
  */
 void
-JsNotifyNewJob(const char *queue)
+JsNotifyNewJob(const char *queue, const char *channel_key)
 {
 	int			level;
 	ListCell   *lc;
 	JsPendingQueue *q;
 	MemoryContext oldcontext;
+	char		wake[JS_QUEUE_NAME_BYTES];
 
 	if (js_notify == JS_NOTIFY_OFF)
 		return;
+
+	if (channel_key[0] != '\0')
+		snprintf(wake, sizeof(wake), "c%s%s", JS_WORK_CHANNEL_PREFIX, channel_key);
+	else
+		snprintf(wake, sizeof(wake), "q%s", queue);
 
 	/* without a notifier for this database, notify as NOTIFY does */
 	if (js_notify == JS_NOTIFY_COMMIT || notify_shared == NULL ||
 		notify_shared->dbid != MyDatabaseId)
 	{
-		Async_Notify("job_state", queue);
+		JsNotifySend(wake);
 		return;
 	}
 
@@ -305,7 +342,7 @@ JsNotifyNewJob(const char *queue)
 	foreach(lc, xact_queues)
 	{
 		q = lfirst(lc);
-		if (strcmp(q->name, queue) == 0)
+		if (strcmp(q->name, wake) == 0)
 		{
 			/* kept at the outermost level that named it */
 			q->level = Min(q->level, level);
@@ -314,9 +351,9 @@ JsNotifyNewJob(const char *queue)
 	}
 
 	oldcontext = MemoryContextSwitchTo(TopTransactionContext);
-	q = palloc(offsetof(JsPendingQueue, name) + strlen(queue) + 1);
+	q = palloc(offsetof(JsPendingQueue, name) + strlen(wake) + 1);
 	q->level = level;
-	strcpy(q->name, queue);
+	strcpy(q->name, wake);
 	xact_queues = lappend(xact_queues, q);
 	MemoryContextSwitchTo(oldcontext);
 }
@@ -378,7 +415,7 @@ typedef struct JsNotifyRound
 {
 	char		(*names)[JS_QUEUE_NAME_BYTES];
 	int			n;
-	int64	   *done;			/* ended jobs: job_state_done */
+	JsDoneEntry *done;			/* ended jobs: their done channels */
 	int			ndone;
 } JsNotifyRound;
 
@@ -392,17 +429,19 @@ JsNotifyQueues(void *arg)
 	if (round->n >= 0)
 	{
 		for (i = 0; i < round->n; i++)
-			Async_Notify("job_state", round->names[i]);
+			JsNotifySend(round->names[i]);
 	}
 	else if (JsExtensionInstalled())
 	{
-		int			queues = JsExecute(&queues_plan, NULL, NULL, true, 0);
+		bool		keyed = get_attnum(JsOwnRelid("queue"), "channel") != InvalidAttrNumber;
+		int			queues = JsExecute(keyed ? &queues_plan : &queues_plan_010,
+									   NULL, NULL, true, 0);
 
 		for (i = 0; i < queues; i++)
-			Async_Notify("job_state", JsGetText(i, 1));
+			JsNotifySend(JsGetText(i, 1));
 	}
 	for (i = 0; i < round->ndone; i++)
-		JsWaiterNotifyDone(round->done[i]);
+		JsWaiterNotifyDone(&round->done[i]);
 }
 
 void
@@ -410,7 +449,7 @@ js_notifier_main(Datum main_arg)
 {
 	MemoryContext round_context;
 	char		(*names)[JS_QUEUE_NAME_BYTES];
-	int64	   *done;
+	JsDoneEntry *done;
 
 	JsWorkerConnect(JS_NOTIFIER_NAME);
 
@@ -434,7 +473,7 @@ js_notifier_main(Datum main_arg)
 	names = MemoryContextAlloc(TopMemoryContext,
 							   JS_NOTIFY_SLOTS * JS_QUEUE_NAME_BYTES);
 	done = MemoryContextAlloc(TopMemoryContext,
-							  JS_DONE_IDS_PER_ROUND * sizeof(int64));
+							  JS_DONE_IDS_PER_ROUND * sizeof(JsDoneEntry));
 
 	for (;;)
 	{

@@ -69,28 +69,40 @@ static JsPlan job_lock_plan = {
 	1, {INT8OID}
 };
 
+/* JS008: the answer for a job that does not exist, or that the caller may not see */
+pg_noreturn static void
+JsNoSuchJob(int64 job_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+			 errmsg("job %lld does not exist", (long long) job_id),
+			 errhint("A purged job is gone; the jobs of the queues you may read are in job_state.queue_jobs.")));
+}
+
 /*
  * Lock job job_id by plan (whose first two columns are queue and status):
  * its status, and its queue into *queue (copied).  JS008 when there is no
- * such job, 42501 when the calling role may not operate its queue.
+ * such job, and alike when the calling role holds no privilege on its
+ * queue (acl.c); 42501 when it holds some but not operate.
  */
 static char *
 JsLockJobById(JsPlan *plan, int64 job_id, Datum *queue)
 {
 	Datum		id = Int64GetDatum(job_id);
 	bool		isnull;
+	Datum		job_queue;
+	Acl		   *acl;
 
 	/* operate on the job's queue, checked before the job is locked */
 	if (JsExecute(&job_queue_plan, &id, NULL, false, 1) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-				 errmsg("job %lld does not exist", (long long) job_id)));
-	JsRequireQueuePrivilegeByName(JsGetDatumCopy(0, 1, &isnull), JS_QUEUE_OPERATE);
+		JsNoSuchJob(job_id);
+	job_queue = JsGetDatumCopy(0, 1, &isnull);
+	if (!JsReadQueueAcl(job_queue, &acl) || !JsQueueVisible(acl, JsCallingRole()))
+		JsNoSuchJob(job_id);
+	JsRequireQueuePrivilege(TextDatumGetCString(job_queue), acl, JS_QUEUE_OPERATE);
 
 	if (JsExecute(plan, &id, NULL, false, 1) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-				 errmsg("job %lld does not exist", (long long) job_id)));
+		JsNoSuchJob(job_id);
 	*queue = PointerGetDatum(DatumGetTextPCopy(SPI_getbinval(SPI_tuptable->vals[0],
 															 SPI_tuptable->tupdesc,
 															 1, &isnull)));

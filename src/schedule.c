@@ -31,20 +31,41 @@
  * without holding back the others or the lease expiry of the same sweep.
  * A query cancel is not swallowed.
  *
+ * Names and owners: a schedule's name is unique within its queue (the
+ * primary key is (queue, name), as its tick keys are the queue's
+ * idempotency keys), so tenants of different queues never see or take
+ * each other's names.  The role that called schedule() owns the schedule
+ * (schedule.owner).  Its ticks are submitted as that role: at each tick
+ * the owner must still exist and hold the submit privilege on the queue,
+ * and the job records it as submitted_by, whoever runs sweep().  A tick
+ * whose owner was dropped or lost the privilege is skipped, never
+ * submitted: a WARNING names the schedule, and last_tick moves on, so the
+ * schedule ticks again once the privilege is back.  unschedule() needs
+ * the submit privilege on the queue or the owner's privileges; a schedule
+ * the caller may not remove is answered as one that does not exist.
+ *
+ * Until ALTER EXTENSION UPDATE brings 0.2.0's schema (owner, the key by
+ * queue), the 0.1.0 statements below serve the old table as before.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "miscadmin.h"
 #include "pgtime.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/syscache.h"
 
 #include "job_state.h"
 #include "acl.h"
 #include "cron.h"
+#include "tables.h"
 
 PG_FUNCTION_INFO_V1(js_schedule);
 PG_FUNCTION_INFO_V1(js_unschedule);
@@ -53,21 +74,40 @@ PG_FUNCTION_INFO_V1(js_unschedule);
 #define JS_TICK_SUFFIX_LEN 18
 #define JS_SCHEDULE_NAME_MAX_BYTES (255 - JS_TICK_SUFFIX_LEN)
 
-static JsPlan queue_exists_plan = {
-	"SELECT 1 FROM job_state.queue WHERE name OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
+static JsPlan insert_plan = {
+	"INSERT INTO job_state.schedule (name, cron, queue, input, owner)"
+	" VALUES ($1, $2, $3, $4, $5)"
+	" ON CONFLICT (queue, name) DO NOTHING",
+	5, {TEXTOID, TEXTOID, TEXTOID, JSONBOID, REGROLEOID}
 };
 
-static JsPlan insert_plan = {
+/* the schedules of a name ($2: in one queue), with their owners */
+static JsPlan find_plan = {
+	"SELECT queue, owner::pg_catalog.oid FROM job_state.schedule"
+	" WHERE name OPERATOR(pg_catalog.=) $1"
+	"  AND ($2::pg_catalog.text IS NULL OR queue OPERATOR(pg_catalog.=) $2)",
+	2, {TEXTOID, TEXTOID}
+};
+
+static JsPlan delete_plan = {
+	"DELETE FROM job_state.schedule"
+	" WHERE name OPERATOR(pg_catalog.=) $1 AND queue OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, TEXTOID}
+};
+
+/* 0.1.0's table: names unique over all queues, no owner */
+static JsPlan insert_plan_010 = {
 	"INSERT INTO job_state.schedule (name, cron, queue, input)"
 	" VALUES ($1, $2, $3, $4)"
 	" ON CONFLICT (name) DO NOTHING",
 	4, {TEXTOID, TEXTOID, TEXTOID, JSONBOID}
 };
 
-static JsPlan delete_plan = {
-	"DELETE FROM job_state.schedule WHERE name OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
+static JsPlan find_plan_010 = {
+	"SELECT queue, 0::pg_catalog.oid FROM job_state.schedule"
+	" WHERE name OPERATOR(pg_catalog.=) $1"
+	"  AND ($2::pg_catalog.text IS NULL OR queue OPERATOR(pg_catalog.=) $2)",
+	2, {TEXTOID, TEXTOID}
 };
 
 /*
@@ -75,17 +115,25 @@ static JsPlan delete_plan = {
  * WHERE clause on the newest row version, so a tick another sweeper has
  * just committed is not due any more.
  */
+#define JS_DUE_SCHEDULES(owner) \
+	"SELECT s.name, s.queue, s.input, d.tick, " owner ", s.ctid" \
+	" FROM job_state.schedule s" \
+	" CROSS JOIN LATERAL (SELECT job_state.cron_prev(s.cron, pg_catalog.now())) d(tick)" \
+	" WHERE d.tick IS NOT NULL AND CASE WHEN s.last_tick IS NULL" \
+	"  THEN d.tick OPERATOR(pg_catalog.>=)" \
+	"   pg_catalog.date_trunc('minute', s.created_at, 'UTC')" \
+	"  ELSE d.tick OPERATOR(pg_catalog.>) s.last_tick" \
+	"   OR s.last_tick OPERATOR(pg_catalog.>) pg_catalog.now() END" \
+	" ORDER BY s.queue, s.name" \
+	" FOR UPDATE OF s SKIP LOCKED"
+
 static JsPlan due_plan = {
-	"SELECT s.name, s.queue, s.input, d.tick"
-	" FROM job_state.schedule s"
-	" CROSS JOIN LATERAL (SELECT job_state.cron_prev(s.cron, pg_catalog.now())) d(tick)"
-	" WHERE d.tick IS NOT NULL AND CASE WHEN s.last_tick IS NULL"
-	"  THEN d.tick OPERATOR(pg_catalog.>=)"
-	"   pg_catalog.date_trunc('minute', s.created_at, 'UTC')"
-	"  ELSE d.tick OPERATOR(pg_catalog.>) s.last_tick"
-	"   OR s.last_tick OPERATOR(pg_catalog.>) pg_catalog.now() END"
-	" ORDER BY s.name"
-	" FOR UPDATE OF s SKIP LOCKED",
+	JS_DUE_SCHEDULES("s.owner::pg_catalog.oid"),
+	0, {0}
+};
+
+static JsPlan due_plan_010 = {
+	JS_DUE_SCHEDULES("0::pg_catalog.oid"),
 	0, {0}
 };
 
@@ -97,10 +145,10 @@ static JsPlan due_plan = {
  */
 static JsPlan rebase_plan = {
 	"UPDATE job_state.schedule s SET created_at = pg_catalog.now()"
-	" FROM (SELECT name FROM job_state.schedule"
+	" FROM (SELECT ctid FROM job_state.schedule"
 	"  WHERE last_tick IS NULL AND created_at OPERATOR(pg_catalog.>) pg_catalog.now()"
 	"  FOR UPDATE SKIP LOCKED) r"
-	" WHERE s.name OPERATOR(pg_catalog.=) r.name",
+	" WHERE s.ctid OPERATOR(pg_catalog.=) r.ctid",
 	0, {0}
 };
 
@@ -110,10 +158,18 @@ static JsPlan submit_plan = {
 	3, {TEXTOID, JSONBOID, TEXTOID}
 };
 
+/* the row due_plan locked, by its ctid (either schema) */
 static JsPlan advance_plan = {
-	"UPDATE job_state.schedule SET last_tick = $2 WHERE name OPERATOR(pg_catalog.=) $1",
-	2, {TEXTOID, TIMESTAMPTZOID}
+	"UPDATE job_state.schedule SET last_tick = $2 WHERE ctid OPERATOR(pg_catalog.=) $1",
+	2, {TIDOID, TIMESTAMPTZOID}
 };
+
+/* whether the schedule table is 0.2.0's: owned, named per queue */
+static bool
+JsSchedulesOwned(void)
+{
+	return get_attnum(JsOwnRelid("schedule"), "owner") != InvalidAttrNumber;
+}
 
 /*
  * The idempotency key of a tick: name@YYYY-MM-DDTHH:MIZ, the tick in UTC
@@ -140,7 +196,8 @@ js_schedule(PG_FUNCTION_ARGS)
 	char	   *cron_text;
 	char	   *queue;
 	JsCron		cron;
-	Datum		values[4];
+	Datum		values[5];
+	bool		owned;
 
 	JsRefuseNull(fcinfo, 0, "name");
 	JsRefuseNull(fcinfo, 1, "cron");
@@ -164,55 +221,150 @@ js_schedule(PG_FUNCTION_ARGS)
 	values[1] = PG_GETARG_DATUM(1);
 	values[2] = PG_GETARG_DATUM(2);
 	values[3] = PG_GETARG_DATUM(3);
+	/* the owner: its ticks are submitted as this role */
+	values[4] = ObjectIdGetDatum(JsCallingRole());
 
 	SPI_connect();
-	if (JsExecute(&queue_exists_plan, &values[2], NULL, true, 1) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-				 errmsg("queue \"%s\" does not exist", queue),
-				 errdetail("Schedule \"%s\" would submit its jobs to it.", name),
-				 errhint("Create it with job_state.create_queue().")));
-	/* the sweeper submits its ticks: the caller must be allowed to submit */
+	/*
+	 * The caller must be allowed to submit (JS008 as for a missing queue
+	 * when it holds no privilege on it at all), before any name of the
+	 * queue is looked at.
+	 */
 	JsRequireQueuePrivilegeByName(values[2], JS_QUEUE_SUBMIT);
-	if (JsExecute(&insert_plan, values, NULL, false, 0) == 0)
+	owned = JsSchedulesOwned();
+	if (JsExecute(owned ? &insert_plan : &insert_plan_010, values, NULL, false, 0) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("schedule \"%s\" already exists", name),
+				 owned ? errdetail("Queue \"%s\" has a schedule of that name.", queue) :
+				 errdetail("Schedule names are unique over all queues until ALTER EXTENSION job_state UPDATE."),
 				 errhint("Remove it with job_state.unschedule() first to replace it.")));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
 
+/* JS008: the answer for a schedule that does not exist, or that the caller may not remove */
+pg_noreturn static void
+JsNoSuchSchedule(const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+			 errmsg("schedule \"%s\" does not exist", name),
+			 errhint("A role may remove the schedules it created and those of the queues it may submit to.")));
+}
+
+/*
+ * Whether role may remove a schedule of queue owned by owner: it has the
+ * owner's privileges, or it may submit to the queue (what schedule()
+ * needs).  On 0.1.0's table (no owner, no queue privileges) every role
+ * may.
+ */
+static bool
+JsMayUnschedule(Oid role, Datum queue, Oid owner, bool owned)
+{
+	Acl		   *acl;
+
+	if (!owned)
+		return true;
+	if (OidIsValid(owner) && has_privs_of_role(role, owner))
+		return true;
+	return JsReadQueueAcl(queue, &acl) && JsQueueAllows(acl, role, JS_QUEUE_SUBMIT);
+}
+
+/*
+ * unschedule(name, queue = NULL): the schedule of that name in queue, or,
+ * without a queue, the one schedule of that name the caller may remove.
+ */
 Datum
 js_unschedule(PG_FUNCTION_ARGS)
 {
-	Datum		value;
+	Oid			role = JsCallingRole();
+	char	   *name;
+	Datum		find[2];
+	char		find_nulls[2] = {' ', ' '};
+	Datum		target[2];
+	bool		owned;
+	int			n;
+	int			i;
+	int			found = 0;
 
 	JsRefuseNull(fcinfo, 0, "name");
-	value = PG_GETARG_DATUM(0);
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	find[0] = PG_GETARG_DATUM(0);
+	/* 0.1.0's unschedule(name) has no queue argument */
+	if (PG_NARGS() < 2 || PG_ARGISNULL(1))
+	{
+		find[1] = (Datum) 0;
+		find_nulls[1] = 'n';
+	}
+	else
+		find[1] = PG_GETARG_DATUM(1);
 
 	SPI_connect();
-	if (JsExecute(&delete_plan, &value, NULL, false, 0) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-				 errmsg("schedule \"%s\" does not exist",
-						text_to_cstring(PG_GETARG_TEXT_PP(0))),
-				 errhint("The schedules are listed in job_state.schedule.")));
+	owned = JsSchedulesOwned();
+	n = JsExecute(owned ? &find_plan : &find_plan_010, find, find_nulls, false, 0);
+	target[0] = find[0];
+	target[1] = (Datum) 0;
+	/* at most one row per queue: a bounded loop */
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+		Datum		queue = JsGetDatumCopy(i, 1, &isnull);
+		Oid			owner = DatumGetObjectId(JsGetDatumCopy(i, 2, &isnull));
+
+		/* reads the queue's privileges without SPI: the rows stay */
+		CHECK_FOR_INTERRUPTS();
+		if (!JsMayUnschedule(role, queue, owner, owned))
+			continue;
+		if (++found > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("schedule \"%s\" exists in more than one queue", name),
+					 errdetail("Queues \"%s\" and \"%s\" each have a schedule of that name.",
+							   TextDatumGetCString(target[1]), TextDatumGetCString(queue)),
+					 errhint("Name the queue: job_state.unschedule(name, queue).")));
+		target[1] = queue;
+	}
+	if (found == 0 || JsExecute(&delete_plan, target, NULL, false, 0) == 0)
+		JsNoSuchSchedule(name);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
 
 /*
- * Submit the tick of one due schedule and advance its last_tick, in a
- * subtransaction.  Returns false (after a WARNING) when that failed.
+ * Why owner may not submit a tick to queue now (NULL if it may): it was
+ * dropped, or it holds the submit privilege no longer.  A queue that is
+ * gone is left to submit, whose error the caller reports.
+ */
+static char *
+JsTickRefusal(Datum queue, Oid owner)
+{
+	Acl		   *acl;
+
+	if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(owner)))
+		return psprintf("Its owner, role %u, was dropped.", owner);
+	if (JsReadQueueAcl(queue, &acl) && !JsQueueAllows(acl, owner, JS_QUEUE_SUBMIT))
+		return psprintf("Its owner, role \"%s\", does not hold the submit privilege on queue \"%s\".",
+						GetUserNameFromId(owner, false), TextDatumGetCString(queue));
+	return NULL;
+}
+
+/*
+ * Submit the tick of one due schedule as its owner and advance its
+ * last_tick (row), in a subtransaction.  A tick the owner may not submit
+ * any more is skipped: last_tick advances, nothing is submitted, and a
+ * WARNING says why.  Returns false (after a WARNING) when the tick was
+ * not submitted.
  */
 static bool
-JsRunOneSchedule(Datum name, Datum queue, Datum input, TimestampTz tick)
+JsRunOneSchedule(Datum name, Datum queue, Datum input, TimestampTz tick,
+				 Oid owner, Datum row)
 {
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	char	   *name_text = TextDatumGetCString(name);
 	char	   *key = JsTickKey(name_text, tick);
+	char	   *refusal = OidIsValid(owner) ? JsTickRefusal(queue, owner) : NULL;
 	bool		ok = true;
 
 	BeginInternalSubTransaction(NULL);
@@ -223,18 +375,24 @@ JsRunOneSchedule(Datum name, Datum queue, Datum input, TimestampTz tick)
 		Datum		submit_args[3];
 		Datum		advance_args[2];
 
-		submit_args[0] = queue;
-		submit_args[1] = input;
-		submit_args[2] = CStringGetTextDatum(key);
-		if (JsExecute(&submit_plan, submit_args, NULL, false, 0) != 1)
-			elog(ERROR, "job_state: submit returned no row");
-		ereport(DEBUG1,
-				(errmsg_internal("job_state: schedule \"%s\" tick \"%s\" is job %lld%s",
-								 name_text, key,
-								 (long long) JsGetInt64(0, 1, NULL),
-								 JsGetBool(0, 2) ? "" : " (already there)")));
+		if (refusal == NULL)
+		{
+			submit_args[0] = queue;
+			submit_args[1] = input;
+			submit_args[2] = CStringGetTextDatum(key);
+			/* authorised and recorded as the owner (0.1.0's table: the caller) */
+			js_acting_role = owner;
+			if (JsExecute(&submit_plan, submit_args, NULL, false, 0) != 1)
+				elog(ERROR, "job_state: submit returned no row");
+			js_acting_role = InvalidOid;
+			ereport(DEBUG1,
+					(errmsg_internal("job_state: schedule \"%s\" tick \"%s\" is job %lld%s",
+									 name_text, key,
+									 (long long) JsGetInt64(0, 1, NULL),
+									 JsGetBool(0, 2) ? "" : " (already there)")));
+		}
 
-		advance_args[0] = name;
+		advance_args[0] = row;
 		advance_args[1] = TimestampTzGetDatum(tick);
 		JsExecute(&advance_plan, advance_args, NULL, false, 0);
 
@@ -246,6 +404,7 @@ JsRunOneSchedule(Datum name, Datum queue, Datum input, TimestampTz tick)
 	{
 		ErrorData  *edata;
 
+		js_acting_role = InvalidOid;
 		MemoryContextSwitchTo(oldcontext);
 		edata = CopyErrorData();
 		FlushErrorState();
@@ -271,6 +430,17 @@ JsRunOneSchedule(Datum name, Datum queue, Datum input, TimestampTz tick)
 	}
 	PG_END_TRY();
 
+	if (ok && refusal != NULL)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("schedule \"%s\" of queue \"%s\" skipped its tick",
+						name_text, TextDatumGetCString(queue)),
+				 errdetail("%s The tick \"%s\" was not submitted; the schedule ticks again once its owner may submit to the queue.",
+						   refusal, key),
+				 errhint("Grant the owner the submit privilege on the queue again, or unschedule it and schedule it again as a role that may submit.")));
+		ok = false;
+	}
 	return ok;
 }
 
@@ -287,7 +457,7 @@ JsRunSchedules(void)
 	int			done = 0;
 
 	(void) JsExecute(&rebase_plan, NULL, NULL, false, 0);
-	ndue = JsExecute(&due_plan, NULL, NULL, false, 0);
+	ndue = JsExecute(JsSchedulesOwned() ? &due_plan : &due_plan_010, NULL, NULL, false, 0);
 	due = SPI_tuptable;
 
 	/* due stays valid: later statements run in subtransactions of ours */
@@ -299,8 +469,11 @@ JsRunSchedules(void)
 		Datum		queue = SPI_getbinval(row, due->tupdesc, 2, &isnull);
 		Datum		input = SPI_getbinval(row, due->tupdesc, 3, &isnull);
 		Datum		tick = SPI_getbinval(row, due->tupdesc, 4, &isnull);
+		Datum		owner = SPI_getbinval(row, due->tupdesc, 5, &isnull);
+		Datum		ctid = SPI_getbinval(row, due->tupdesc, 6, &isnull);
 
-		if (JsRunOneSchedule(name, queue, input, DatumGetTimestampTz(tick)))
+		if (JsRunOneSchedule(name, queue, input, DatumGetTimestampTz(tick),
+							 DatumGetObjectId(owner), ctid))
 			done++;
 	}
 	return done;

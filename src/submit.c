@@ -179,8 +179,8 @@ JsSubmitBegin(JsSubmitter *s, Datum queue, bool any_key)
 				 errhint("Create it with job_state.create_queue().")));
 	JsRequireQueuePrivilege(s->queue_name, s->q.acl, JS_QUEUE_SUBMIT);
 
-	/* the caller, not the definer: follows SET ROLE */
-	s->submitter = ObjectIdGetDatum(GetOuterUserId());
+	/* the caller, not the definer (follows SET ROLE), or a tick's owner */
+	s->submitter = ObjectIdGetDatum(JsCallingRole());
 	/* until ALTER EXTENSION UPDATE, a 0.1.0 table stores the role's name */
 	if (!s->cols->submitted_by_oid)
 		s->submitter = CStringGetTextDatum(GetUserNameFromId(DatumGetObjectId(s->submitter),
@@ -331,7 +331,7 @@ JsSubmitEnd(JsSubmitter *s)
 	PopActiveSnapshot();
 	table_close(s->job, NoLock);
 	if (s->created)
-		JsNotifyNewJob(s->queue_name);
+		JsNotifyNewJob(s->queue_name, s->q.channel);
 }
 
 Datum

@@ -517,6 +517,7 @@ typedef struct JsQueueColumns
 	int			max_delay;
 	int			jitter;
 	int			acl;
+	int			channel;
 } JsQueueColumns;
 
 #define JS_QUEUE_COLUMN(field) {#field, offsetof(JsQueueColumns, field)}
@@ -548,6 +549,8 @@ JsQueueColumnsFor(Relation rel)
 				  &js_queue_cols);
 	/* 0.2.0 added it; under 0.1.0's table every queue is open */
 	js_queue_cols.acl = Max(SPI_fnumber(RelationGetDescr(rel), "acl"), 0);
+	/* 0.2.0 added it too; under 0.1.0's table wake-ups name the queue */
+	js_queue_cols.channel = Max(SPI_fnumber(RelationGetDescr(rel), "channel"), 0);
 	js_queue_cols.relid = RelationGetRelid(rel);
 	return &js_queue_cols;
 }
@@ -609,6 +612,15 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, JsQueueOptions *q)
 		jitter = DatumGetTextPP(slot_getattr(slot, qc->jitter, &isnull));
 		q->full_jitter = VARSIZE_ANY_EXHDR(jitter) == 4 &&
 			memcmp(VARDATA_ANY(jitter), "full", 4) == 0;
+		q->channel[0] = '\0';
+		if (qc->channel > 0)
+		{
+			Datum		channel = slot_getattr(slot, qc->channel, &isnull);
+
+			if (!isnull)
+				text_to_cstring_buffer(DatumGetTextPP(channel), q->channel,
+									   sizeof(q->channel));
+		}
 		q->acl = NULL;
 		if (qc->acl > 0)
 		{

@@ -140,6 +140,8 @@ typedef struct JsQueueOptions
 	Interval	max_delay;
 	bool		full_jitter;
 	Acl		   *acl;			/* the queue's privileges; NULL: open (acl.c) */
+	/* the secret of its notification channels (notify.c); "" on 0.1.0 */
+	char		channel[JS_CHANNEL_KEY_LEN + 1];
 } JsQueueOptions;
 
 extern bool JsReadQueueCached(Datum queue, Interval *asked, JsQueueOptions *q);

@@ -309,6 +309,16 @@ JsTokenMint(int64 job_id, int32 generation, int32 queue_id)
 	return token;
 }
 
+/* JS008 for a token's queue that is gone, or that the caller may not see */
+pg_noreturn static void
+JsTokenQueueMissing(int32 queue_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
+			 errmsg("queue number %d does not exist", queue_id),
+			 errdetail("The token names a queue that was dropped, or one this role holds no privilege on.")));
+}
+
 /*
  * Name and privileges of a queue by its number, palloc'd in the caller's
  * context (the cache may be reset by any later catalog access).  Read
@@ -339,10 +349,7 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 
 		if (JsExecuteLatest(JsQueueHasAcl() ? &queue_name_plan : &queue_name_plan_0_1,
 							&arg, NULL, 1) != 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-					 errmsg("queue number %d does not exist", queue_id),
-					 errdetail("The token names a queue that was dropped.")));
+			JsTokenQueueMissing(queue_id);
 		name = JsGetText(0, 1);
 		acl_datum = JsGetDatumCopy(0, 2, &isnull);
 		*acl = isnull ? NULL : DatumGetAclPCopy(acl_datum);
@@ -374,6 +381,20 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 }
 
 /*
+ * The queue of a verified token: its name and privileges, or, for a role
+ * that holds no privilege on it, the answer of a queue that is gone.
+ */
+static const char *
+JsTokenQueue(const JsClaimToken *token, Acl **acl)
+{
+	const char *queue = JsQueueNameAcl(token->queue_id, acl);
+
+	if (!JsQueueVisible(*acl, GetOuterUserId()))
+		JsTokenQueueMissing(token->queue_id);
+	return queue;
+}
+
+/*
  * Verify a token's MAC (JS007 if it does not verify) and return its queue
  * name and privileges.  Needs SPI.
  */
@@ -387,7 +408,7 @@ JsTokenVerify(const JsClaimToken *token, Acl **acl)
 
 	/* the keys first: taking in an invalidation of them empties the memo */
 	if (JsLoadSecrets() > 0 && JsMacMemoHolds(token))
-		return JsQueueNameAcl(token->queue_id, acl);
+		return JsTokenQueue(token, acl);
 	/* the cache holds at most JS_MAX_SECRETS keys: a bounded loop */
 	for (keyno = 0; diff != 0 && keyno < JsLoadSecrets(); keyno++)
 	{
@@ -405,7 +426,7 @@ JsTokenVerify(const JsClaimToken *token, Acl **acl)
 				 errmsg("claim token is not valid"),
 				 errdetail("The token's signature does not verify."),
 				 errhint("Use the token exactly as claim returned it.")));
-	return JsQueueNameAcl(token->queue_id, acl);
+	return JsTokenQueue(token, acl);
 }
 
 /*

@@ -2,16 +2,21 @@
  *
  * waiter.c
  *	  Announcing that a job ended: the wake-ups job_state.wait() sleeps on,
- *	  and NOTIFY job_state_done, '<job id>' for clients that LISTEN.
+ *	  and NOTIFY job_state_done_<channel key>, '<job id>' for clients that
+ *	  LISTEN.
  *
  * A job ends, for this file, when it becomes succeeded, failed, cancelled
  * or unknown: the job table's AFTER trigger (job_trigger.c) calls
  * JsWaiterNoteDone for every such row.
  *
- * NOTIFY job_state_done is delivered when (and only when) the completing
- * transaction commits; job_state.notify = off sends none.  Its payload is
- * the job id alone: any role that may LISTEN receives it, whatever queue
- * the job is in.  Who sends it follows job_state.notify as for submit
+ * NOTIFY job_state_done_<key> is delivered when (and only when) the
+ * completing transaction commits; job_state.notify = off sends none.  Its
+ * payload is the job id alone, on the channel of the job's queue, named by
+ * the queue's secret channel key (notify.c): only a role that obtained the
+ * name from queue_channel(queue, 'done'), which checks its privileges,
+ * hears it (0.1.0's table, before ALTER EXTENSION UPDATE: job_state_done,
+ * as 0.1.0 did).  The trigger reads the key from the per-backend queue
+ * cache (tables.c), which the completing call has filled.  Who sends it follows job_state.notify as for submit
  * (notify.c): where the notifier worker serves the database (preloaded,
  * job_state.notify = on), the ids go to it after the commit, so that
  * completing commits are not serialised by NOTIFY's commit lock; they are
@@ -63,12 +68,13 @@
 #include "utils/timestamp.h"
 
 #include "job_state.h"
+#include "tables.h"
 #include "waiter.h"
 
 #define JS_WAITER_NAME "job_state waiters"
 #define JS_WAIT_SLOTS 128		/* a power of two */
 #define JS_WAIT_SLOT_BITS 7
-#define JS_DONE_CHANNEL "job_state_done"
+#define JS_DONE_CHANNEL "job_state_done"	/* 0.1.0's table */
 
 typedef struct JsWaitSlot
 {
@@ -88,7 +94,7 @@ typedef struct JsDoneRing
 	Latch	   *latch;			/* the notifier's latch while it serves */
 	int			n;
 	uint64		dropped;		/* ids that did not fit since the last take */
-	int64		ids[JS_DONE_IDS];
+	JsDoneEntry ids[JS_DONE_IDS];
 } JsDoneRing;
 
 static JsDoneRing *done_ring = NULL;
@@ -97,7 +103,7 @@ static JsDoneRing *done_ring = NULL;
 typedef struct JsPendingDone
 {
 	int			level;
-	int64		id;
+	JsDoneEntry done;
 } JsPendingDone;
 
 static List *xact_done = NIL;
@@ -195,7 +201,7 @@ JsWaiterHandOver(void)
 	foreach(lc, xact_done)
 	{
 		if (done_ring->n < JS_DONE_IDS)
-			done_ring->ids[done_ring->n++] = ((JsPendingDone *) lfirst(lc))->id;
+			done_ring->ids[done_ring->n++] = ((JsPendingDone *) lfirst(lc))->done;
 		else
 			done_ring->dropped++;
 	}
@@ -290,15 +296,23 @@ JsWaiterInit(void)
 
 /*
  * The job became succeeded, failed, cancelled or unknown in this
- * transaction: wake its waiters and notify job_state_done once it commits.
+ * transaction: wake its waiters and notify its queue's done channel once
+ * it commits.
  */
 void
-JsWaiterNoteDone(int64 job_id)
+JsWaiterNoteDone(int64 job_id, Datum queue)
 {
 	bool		served;
+	JsQueueOptions q;
 
-	if (js_notify != JS_NOTIFY_OFF)
+	/* no queue row (raw SQL), no channel: nobody is told */
+	if (js_notify != JS_NOTIFY_OFF && JsReadQueueCached(queue, NULL, &q))
 	{
+		JsDoneEntry done;
+
+		done.id = job_id;
+		strlcpy(done.key, q.channel, sizeof(done.key));
+
 		served = false;
 		if (js_notify == JS_NOTIFY_ON && done_ring != NULL)
 		{
@@ -312,17 +326,12 @@ JsWaiterNoteDone(int64 job_id)
 			JsPendingDone *d = palloc(sizeof(JsPendingDone));
 
 			d->level = GetCurrentTransactionNestLevel();
-			d->id = job_id;
+			d->done = done;
 			xact_done = lappend(xact_done, d);
 			MemoryContextSwitchTo(oldcontext);
 		}
 		else
-		{
-			char		payload[32];
-
-			snprintf(payload, sizeof(payload), INT64_FORMAT, job_id);
-			Async_Notify(JS_DONE_CHANNEL, payload);
-		}
+			JsWaiterNotifyDone(&done);
 	}
 	if (wait_slots != NULL)
 	{
@@ -349,11 +358,11 @@ JsWaiterServe(Oid dbid, Latch *latch)
 }
 
 /*
- * The notifier: takes up to max ids of ended jobs into ids; *dropped is
- * the number that did not fit since the last take.
+ * The notifier: takes up to max ended jobs into done; *dropped is the
+ * number that did not fit since the last take.
  */
 int
-JsWaiterTakeDone(int64 *ids, int max, uint64 *dropped)
+JsWaiterTakeDone(JsDoneEntry *done, int max, uint64 *dropped)
 {
 	int			n;
 
@@ -362,8 +371,8 @@ JsWaiterTakeDone(int64 *ids, int max, uint64 *dropped)
 		return 0;
 	SpinLockAcquire(&done_ring->mutex);
 	n = Min(done_ring->n, max);
-	memcpy(ids, done_ring->ids, n * sizeof(int64));
-	memmove(done_ring->ids, done_ring->ids + n, (done_ring->n - n) * sizeof(int64));
+	memcpy(done, done_ring->ids, n * sizeof(JsDoneEntry));
+	memmove(done_ring->ids, done_ring->ids + n, (done_ring->n - n) * sizeof(JsDoneEntry));
 	done_ring->n -= n;
 	*dropped = done_ring->dropped;
 	done_ring->dropped = 0;
@@ -371,9 +380,9 @@ JsWaiterTakeDone(int64 *ids, int max, uint64 *dropped)
 	return n;
 }
 
-/* The notifier: puts ids back after a failed round (what fits). */
+/* The notifier: puts ended jobs back after a failed round (what fits). */
 void
-JsWaiterGiveBackDone(const int64 *ids, int n)
+JsWaiterGiveBackDone(const JsDoneEntry *done, int n)
 {
 	int			i;
 
@@ -383,21 +392,32 @@ JsWaiterGiveBackDone(const int64 *ids, int n)
 	for (i = 0; i < n; i++)
 	{
 		if (done_ring->n < JS_DONE_IDS)
-			done_ring->ids[done_ring->n++] = ids[i];
+			done_ring->ids[done_ring->n++] = done[i];
 		else
 			done_ring->dropped++;
 	}
 	SpinLockRelease(&done_ring->mutex);
 }
 
-/* The notifier: NOTIFY job_state_done for one job, in its round. */
+/*
+ * NOTIFY the done channel of one ended job's queue (0.1.0's table:
+ * job_state_done): in the notifier's round, or in the completing
+ * transaction.
+ */
 void
-JsWaiterNotifyDone(int64 job_id)
+JsWaiterNotifyDone(const JsDoneEntry *done)
 {
 	char		payload[32];
+	char		channel[sizeof(JS_DONE_CHANNEL_PREFIX) + JS_CHANNEL_KEY_LEN];
 
-	snprintf(payload, sizeof(payload), INT64_FORMAT, job_id);
-	Async_Notify(JS_DONE_CHANNEL, payload);
+	snprintf(payload, sizeof(payload), INT64_FORMAT, done->id);
+	if (done->key[0] == '\0')
+		Async_Notify(JS_DONE_CHANNEL, payload);
+	else
+	{
+		snprintf(channel, sizeof(channel), "%s%s", JS_DONE_CHANNEL_PREFIX, done->key);
+		Async_Notify(channel, payload);
+	}
 }
 
 /* Is there shared memory to sleep on (else wait() polls)? */

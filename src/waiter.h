@@ -15,16 +15,23 @@
 
 extern void JsWaiterRegister(void);
 extern void JsWaiterInit(void);
-extern void JsWaiterNoteDone(int64 job_id);
+extern void JsWaiterNoteDone(int64 job_id, Datum queue);
 extern bool JsWaiterShared(void);
 extern uint64 JsWaiterTicket(int64 job_id);
 extern void JsWaiterSleep(int64 job_id, uint64 ticket, long timeout_ms);
 
-/* the notifier's side of job_state_done (notify.c) */
+/* an ended job and its queue's channel key ("": 0.1.0's job_state_done) */
+typedef struct JsDoneEntry
+{
+	int64		id;
+	char		key[JS_CHANNEL_KEY_LEN + 1];
+} JsDoneEntry;
+
+/* the notifier's side of the done channels (notify.c) */
 #define JS_DONE_IDS_PER_ROUND 4096
 extern void JsWaiterServe(Oid dbid, Latch *latch);
-extern int	JsWaiterTakeDone(int64 *ids, int max, uint64 *dropped);
-extern void JsWaiterGiveBackDone(const int64 *ids, int n);
-extern void JsWaiterNotifyDone(int64 job_id);
+extern int	JsWaiterTakeDone(JsDoneEntry *done, int max, uint64 *dropped);
+extern void JsWaiterGiveBackDone(const JsDoneEntry *done, int n);
+extern void JsWaiterNotifyDone(const JsDoneEntry *done);
 
 #endif							/* JS_WAITER_H */

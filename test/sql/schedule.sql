@@ -186,8 +186,14 @@ SELECT count(*) AS jobs FROM job_state.job
    AND idempotency_key = 'every_minute@' ||
          to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI"Z"');
 COMMIT;
--- duplicate name: 42710
+-- duplicate name in the same queue: 42710; names are per queue, so
+-- another queue may have a schedule of that name
+SELECT job_state.schedule('every_minute', '0 * * * *', 'sched_q', '{}');
 SELECT job_state.schedule('every_minute', '0 * * * *', 'sched_q2', '{}');
+-- one name in two queues: unschedule needs the queue (22023), then takes it
+SELECT job_state.unschedule('every_minute');
+SELECT job_state.unschedule('every_minute', 'sched_q2');
+SELECT job_state.unschedule('every_minute', 'sched_q2');
 
 -- after downtime only the latest missed tick is submitted
 BEGIN;

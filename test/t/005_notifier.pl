@@ -41,20 +41,41 @@ SELECT job_state.create_queue(q) FROM unnest(ARRAY['mail', 'export', 'idle', 'bu
 my $pid = notifier_pid();
 
 my $listener = $node->background_psql('postgres');
-$listener->query_safe('LISTEN job_state');
+# the channels every role could guess: nothing may ever arrive on them
+$listener->query_safe('LISTEN job_state; LISTEN job_state_done');
 
-# Notifications the listener has received so far: [queue, sender pid] pairs.
+# Each queue's secret work channel (queue_channel), and its queue.
+my %queue_of;
+
+sub listen_queues
+{
+	my $rows = $node->safe_psql('postgres',
+		q{SELECT name, job_state.queue_channel(name) FROM job_state.queue});
+	for my $row (split /\n/, $rows)
+	{
+		my ($queue, $channel) = split /\|/, $row;
+		next if exists $queue_of{$channel};
+		$queue_of{$channel} = $queue;
+		$listener->query_safe("LISTEN $channel");
+	}
+}
+listen_queues();
+
+# Notifications the listener has received so far: [queue, sender pid] pairs
+# (psql names no payload when it is empty, as a wake-up's is).
 my @seen;
+my $guessable = 0;
 
 sub drain
 {
 	my $out = $listener->query_safe('SELECT 1');
 	while ($out =~
-		/Asynchronous notification "job_state" with payload "([^"]*)" received from server process with PID (\d+)/g
+		/Asynchronous notification "(job_state_[0-9a-f]{32})" received from server process with PID (\d+)/g
 	  )
 	{
-		push @seen, [ $1, $2 ];
+		push @seen, [ $queue_of{$1} // "unknown channel $1", $2 ];
 	}
+	$guessable++ while ($out =~ /Asynchronous notification "job_state(_done)?" /g);
 }
 
 # Waits until a notification for $queue arrives; returns its sender's pid.
@@ -144,6 +165,10 @@ $node->reload;
 $node->safe_psql(
 	'postgres', q{
 SELECT job_state.create_queue('many_' || i) FROM generate_series(1, 70) i;
+});
+listen_queues();
+$node->safe_psql(
+	'postgres', q{
 BEGIN;
 SELECT job_state.submit('many_' || i, '{}') FROM generate_series(1, 70) i;
 COMMIT;
@@ -210,17 +235,18 @@ $node->safe_psql('postgres', 'CREATE DATABASE other');
 $node->safe_psql('other',
 	q{CREATE EXTENSION job_state; SELECT job_state.create_queue('mail')});
 my $other = $node->background_psql('other');
-$other->query_safe('LISTEN job_state');
+my $other_channel = $node->safe_psql('other', q{SELECT job_state.queue_channel('mail')});
+$other->query_safe("LISTEN $other_channel");
 $node->safe_psql('other', q{SELECT job_state.submit('mail', '{}')});
 my $other_out = '';
 my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-until ($other_out =~ /payload "mail"/ || time() > $deadline)
+until ($other_out =~ /"$other_channel" received/ || time() > $deadline)
 {
 	$other_out .= $other->query_safe('SELECT 1');
 	select(undef, undef, undef, 0.05);
 }
 unlike($other_out, qr/PID $pid\./, 'in another database ...');
-like($other_out, qr/payload "mail" received/,
+like($other_out, qr/"$other_channel" received/,
 	'... the submitting transaction sends the wake-up');
 $other->quit;
 
@@ -241,6 +267,9 @@ isnt($new_pid, $pid, 'the postmaster started a new notifier');
 is(wait_for('burst'), $new_pid, 'the new notifier wakes every queue once');
 is(wait_for('many_70'), $new_pid, '... all of them');
 
+drain();
+is($guessable, 0,
+	'nothing was sent on job_state or job_state_done, which every role may LISTEN to');
 $listener->quit;
 $session->quit;
 

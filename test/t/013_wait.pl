@@ -2,7 +2,7 @@
 # waiter holds no snapshot and no lock while it sleeps (backend_xmin is
 # NULL, its only lock is its virtualxid), a completing commit wakes it at
 # once (long before its poll interval), a rolled-back completion does not,
-# pg_cancel_backend ends a wait at once, and NOTIFY job_state_done carries
+# pg_cancel_backend ends a wait at once, and NOTIFY job_state_done_<key> carries
 # the id of every job that ended, at commit only.
 use strict;
 use warnings;
@@ -87,7 +87,9 @@ SELECT string_agg(locktype || ' ' || mode, ', ' ORDER BY locktype)
 
 # --- a rolled-back completion does not wake it; a committed one does --------
 my $listener = $node->background_psql('postgres');
-$listener->query_safe('LISTEN job_state_done');
+my $done_channel = $node->safe_psql('postgres',
+	q{SELECT job_state.queue_channel('wq', 'done')});
+$listener->query_safe("LISTEN job_state_done; LISTEN $done_channel");
 
 $node->safe_psql(
 	'postgres', qq{
@@ -114,7 +116,7 @@ cmp_ok($woke, '<', 5,
 	"the waiter returned ${woke} s after the commit, long before its 10 s poll");
 $waiter->quit;
 
-# --- NOTIFY job_state_done: the ids of the jobs that ended, at commit ---------
+# --- NOTIFY on the queue's done channel: the ids of ended jobs, at commit ----
 my $j2 = running_job();
 my $j3 = running_job();
 my $j4 = $node->safe_psql('postgres',
@@ -132,11 +134,13 @@ ROLLBACK;
 SELECT job_state.cancel($j4);
 });
 my @payloads;
+my $heard = '';
 for (1 .. 50)
 {
 	my ($o, $e) = $listener->query('SELECT 1');
 	my $all = $o . $listener->{stderr};
-	while ($all =~ /Asynchronous notification "job_state_done" with payload "(\d+)"/g)
+	$heard .= $all;
+	while ($all =~ /Asynchronous notification "$done_channel" with payload "(\d+)"/g)
 	{
 		push @payloads, $1;
 	}
@@ -146,7 +150,9 @@ for (1 .. 50)
 }
 is_deeply([ sort { $a <=> $b } @payloads ],
 	[ $job, $j2, $j3, $j4 ],
-	'job_state_done: the succeeded, failed, unknown and cancelled jobs, once each; nothing for the rolled-back succeed and cancel');
+	'the done channel: the succeeded, failed, unknown and cancelled jobs, once each; nothing for the rolled-back succeed and cancel');
+unlike($heard, qr/notification "job_state_done" /,
+	'no job id on job_state_done, which every role may LISTEN to');
 
 # job_state.notify = off: no payload
 $node->safe_psql(
@@ -157,7 +163,7 @@ SELECT job_state.reconcile($j3, 'failed');
 usleep(300_000);
 my ($o, $e) = $listener->query('SELECT 1');
 unlike($o . $listener->{stderr}, qr/job_state_done/,
-	'no job_state_done with job_state.notify = off');
+	'no notification on the done channel with job_state.notify = off');
 $listener->quit;
 
 # --- pg_cancel_backend ends a wait at once ------------------------------------
