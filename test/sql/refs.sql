@@ -95,14 +95,23 @@ SELECT job_state.add_ref(:'t3', 'agent_session', 'sess-cb');
 \set VERBOSITY sqlstate
 SELECT lease_expires_at IS NOT NULL AS heartbeat_with_callback FROM job_state.heartbeat(:'t3');
 RESET ROLE;
--- a worker whose claim privilege was revoked is told it needs claim
+-- a worker whose claim privilege was revoked (it still reads the queue)
+-- is told it needs claim
 SELECT job_state.grant_queue('other', 'regress_js_refs_reader', 'claim');
+SELECT job_state.grant_queue('other', 'regress_js_refs_reader', 'read');
 GRANT EXECUTE ON FUNCTION job_state.heartbeat(job_state.claim_token, interval, jsonb)
 	TO regress_js_refs_reader;
 SET ROLE regress_js_refs_reader;
 SELECT job_state.add_ref(:'t3', 'agent_session', 'sess-claim') AS added_with_claim;
 RESET ROLE;
 SELECT job_state.revoke_queue('other', 'regress_js_refs_reader', 'claim');
+SET ROLE regress_js_refs_reader;
+\set VERBOSITY default
+SELECT lease_expires_at FROM job_state.heartbeat(:'t3');
+\set VERBOSITY sqlstate
+RESET ROLE;
+-- one left with no privilege on the queue is answered as if it did not exist
+SELECT job_state.revoke_queue('other', 'regress_js_refs_reader', 'read');
 SET ROLE regress_js_refs_reader;
 \set VERBOSITY default
 SELECT lease_expires_at FROM job_state.heartbeat(:'t3');
