@@ -46,13 +46,26 @@ static const struct config_enum_entry js_notify_options[] = {
 };
 
 /*
- * Define every GUC of job_state; the PGC_POSTMASTER ones (and the
- * notifier's interval) only while shared_preload_libraries is processed,
- * where the workers that read them are registered.
+ * Define every GUC of job_state, in every process that loads the library.
+ *
+ * The workers' and the shared memory's settings (job_state.database,
+ * job_state.claim_frontiers) are read only by the postmaster while
+ * shared_preload_libraries is processed, and are PGC_POSTMASTER there.
+ * PostgreSQL refuses to define a PGC_POSTMASTER setting later (FATAL), yet
+ * they must exist in a session that merely loaded the library: the prefix
+ * job_state is reserved (MarkGUCPrefixReserved), so a name it does not
+ * define is refused, and ALTER SYSTEM checks names against the session's
+ * settings.  Without them, `ALTER SYSTEM SET job_state.database` was
+ * refused until the library was preloaded, and turning the workers on took
+ * two restarts.  Such a session defines them PGC_SIGHUP: settable in the
+ * configuration files and by ALTER SYSTEM, never by SET, and read by
+ * nothing until the restart that preloads the library.
  */
 void
 JsDefineGucs(bool preloading)
 {
+	GucContext	startup_context = preloading ? PGC_POSTMASTER : PGC_SIGHUP;
+
 	DefineCustomBoolVariable("job_state.track_events",
 							 "Records every job state change in job_state.job_event.",
 							 NULL,
@@ -135,34 +148,31 @@ JsDefineGucs(bool preloading)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
-	/* PGC_POSTMASTER settings only while preloading */
-	if (preloading)
-	{
-		DefineCustomStringVariable("job_state.database",
-								   "Database the background worker sweeps.",
-								   "The job_state extension must be installed there; until it is, the worker waits.",
-								   &js_database,
-								   "postgres",
-								   PGC_POSTMASTER,
-								   0,
-								   NULL, NULL, NULL);
-		DefineCustomIntVariable("job_state.claim_frontiers",
-								"Queues whose claim frontier is kept in shared memory.",
-								"A queue's frontier lets every claim start where the last claims stopped instead of at the head of its ready index (dead entries a pinned xmin horizon keeps).  Queues beyond this many take over the frontier used longest ago.  0: no shared memory; claims resume at per-session marks.",
-								&js_claim_frontiers,
-								64, 0, 10000,
-								PGC_POSTMASTER,
-								0,
-								NULL, NULL, NULL);
-		DefineCustomIntVariable("job_state.notify_interval",
-								"Shortest time between two rounds of the notifier worker.",
-								"Wake-ups of new jobs that come during it are sent together after it, one NOTIFY per queue.  0 sends each round at once.",
-								&js_notify_interval,
-								10, 0, 1000,
-								PGC_SIGHUP,
-								GUC_UNIT_MS,
-								NULL, NULL, NULL);
-	}
+	/* read by the workers and the postmaster (see above) */
+	DefineCustomStringVariable("job_state.database",
+							   "Database the background worker sweeps.",
+							   "The job_state extension must be installed there; until it is, the worker waits.",
+							   &js_database,
+							   "postgres",
+							   startup_context,
+							   0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("job_state.claim_frontiers",
+							"Queues whose claim frontier is kept in shared memory.",
+							"A queue's frontier lets every claim start where the last claims stopped instead of at the head of its ready index (dead entries a pinned xmin horizon keeps).  Queues beyond this many take over the frontier used longest ago.  0: no shared memory; claims resume at per-session marks.",
+							&js_claim_frontiers,
+							64, 0, 10000,
+							startup_context,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("job_state.notify_interval",
+							"Shortest time between two rounds of the notifier worker.",
+							"Wake-ups of new jobs that come during it are sent together after it, one NOTIFY per queue.  0 sends each round at once.",
+							&js_notify_interval,
+							10, 0, 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("job_state");
