@@ -674,3 +674,15 @@ CREATE TRIGGER job_state_append_only
 	INSTEAD OF INSERT OR UPDATE OR DELETE ON job_state.job_event
 	FOR EACH ROW EXECUTE FUNCTION job_state.append_only_trigger();
 REVOKE ALL ON job_state.job_event FROM PUBLIC;
+
+/*
+ * Every new generation draws a claim nonce (the job_state_fsm trigger) that
+ * its tokens carry: a token of a claim lost in a failover is refused on the
+ * promoted server even where the generation is the same.  Jobs stored
+ * before hold 0, the nonce tokens of the 0.1.0 library stand for: they
+ * keep working until the job's next generation.
+ */
+ALTER TABLE job_state.job
+	ADD COLUMN claim_nonce pg_catalog.int4 NOT NULL DEFAULT 0;
+COMMENT ON COLUMN job_state.job.claim_nonce IS
+	'set by the job_state_fsm trigger only: a random value drawn with each new generation, which the tokens of that generation carry and every use of them must match (a claim lost in a failover cannot be replayed); 0 until the first claim, and for claims made before 0.2.0';

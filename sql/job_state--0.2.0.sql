@@ -266,6 +266,7 @@ CREATE TABLE job_state.job (
 	progress_at pg_catalog.timestamptz,
 	held_claim_seq pg_catalog.int8,
 	held_end_seq pg_catalog.int8,
+	claim_nonce pg_catalog.int4 NOT NULL DEFAULT 0,
 	PRIMARY KEY (queue, id)
 ) WITH (fillfactor = 80,
 		autovacuum_vacuum_scale_factor = 0.01,
@@ -292,6 +293,9 @@ COMMENT ON COLUMN job_state.job.held_claim_seq IS
 	'set by the job_state_fsm trigger only: the seq of the job''s latest claim (accepted -> running at started_at, by worker, in this generation) while the row holds that event in place of a job_event_log row';
 COMMENT ON COLUMN job_state.job.held_end_seq IS
 	'set by the job_state_fsm trigger only: the seq of the change that ended the held claim (running -> status at finished_at, with reason) while the row holds it';
+
+COMMENT ON COLUMN job_state.job.claim_nonce IS
+	'set by the job_state_fsm trigger only: a random value drawn with each new generation, which the tokens of that generation carry and every use of them must match (a claim lost in a failover cannot be replayed); 0 until the first claim, and for claims made before 0.2.0';
 
 CREATE UNIQUE INDEX job_idempotency_key ON job_state.job (queue, idempotency_key)
 	WHERE idempotency_key IS NOT NULL;

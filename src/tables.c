@@ -72,6 +72,16 @@ JsSchemaHasWaiting(void)
 	return get_attnum(JsOwnRelid("job"), "callback_timeout_at") != InvalidAttrNumber;
 }
 
+/*
+ * Whether the job table has claim_nonce (0.2.0 added it): the fences of
+ * 0.1.0's tables compare the generation only (token.h).
+ */
+bool
+JsSchemaHasNonce(void)
+{
+	return get_attnum(JsOwnRelid("job"), "claim_nonce") != InvalidAttrNumber;
+}
+
 /* the owner of one of our relations (the owner of the extension's tables) */
 Oid
 JsOwnRelOwner(const char *name)
@@ -152,6 +162,13 @@ JsQueueCacheReset(void)
 		MemoryContextReset(js_queue_cache_cxt);
 }
 
+/*
+ * The job table's column map (JsJobColumnsFor), looked up again after any
+ * invalidation of the table: ALTER EXTENSION UPDATE adds columns under
+ * backends that stay connected.
+ */
+static JsJobColumns js_cols;
+
 /* relation relid (InvalidOid: every relation) changed: forget what it was */
 static void
 JsTablesRelcacheCallback(Datum arg, Oid relid)
@@ -160,6 +177,8 @@ JsTablesRelcacheCallback(Datum arg, Oid relid)
 
 	if (relid == InvalidOid || relid == js_queue_cache_relid)
 		JsQueueCacheReset();
+	if (relid == InvalidOid || relid == js_cols.relid)
+		js_cols.relid = InvalidOid;
 	for (i = 0; i < js_n_own_rels; i++)
 	{
 		if (relid == InvalidOid || js_own_rels[i].relid == relid)
@@ -311,7 +330,6 @@ static const JsColumnName js_job_column_names[] = {
 	JS_JOB_COLUMN(run_after, "run_after"),
 };
 
-static JsJobColumns js_cols;
 
 const JsJobColumns *
 JsJobColumnsFor(Relation rel)
@@ -322,6 +340,7 @@ JsJobColumnsFor(Relation rel)
 
 	if (js_cols.relid == RelationGetRelid(rel))
 		return &js_cols;
+	JsTablesCallbacks();
 
 	JsFillColumns(rel, js_job_column_names, lengthof(js_job_column_names), &js_cols);
 	js_cols.submitted_by_oid =
@@ -352,6 +371,7 @@ JsJobColumnsFor(Relation rel)
 	js_cols.progress = Max(SPI_fnumber(tupdesc, "progress"), 0);
 	js_cols.progress_generation = Max(SPI_fnumber(tupdesc, "progress_generation"), 0);
 	js_cols.progress_at = Max(SPI_fnumber(tupdesc, "progress_at"), 0);
+	js_cols.claim_nonce = Max(SPI_fnumber(tupdesc, "claim_nonce"), 0);
 	js_cols.relid = RelationGetRelid(rel);
 	return &js_cols;
 }

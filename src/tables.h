@@ -80,6 +80,8 @@ typedef struct JsJobColumns
 	int			progress;
 	int			progress_generation;
 	int			progress_at;
+	/* the nonce of the job's current generation (token.c); 0 in a 0.1.0 schema */
+	int			claim_nonce;
 } JsJobColumns;
 
 extern const JsJobColumns *JsJobColumnsFor(Relation rel);
