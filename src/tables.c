@@ -46,6 +46,7 @@
 
 #include "job_state.h"
 #include "tables.h"
+#include "token.h"
 #include "lease_floor.h"
 #include "frontier.h"
 #include "rowwrite.h"

@@ -49,7 +49,6 @@ extern const char *JsTokenCheckCallback(const JsClaimToken *token);
 extern const char *JsTokenFenceCallback(const JsClaimToken *token, Datum *values);
 extern int32 JsTokenNonce(const JsClaimToken *token);
 extern int32 JsNewClaimNonce(void);
-extern bool JsSchemaHasNonce(void);
 
 /*
  * The fence of a statement acting on a claim: $1 queue, $2 job id, $3
@@ -61,6 +60,7 @@ extern bool JsSchemaHasNonce(void);
 #define JS_FENCE_NONCE(alias) \
 	" AND " alias "claim_nonce OPERATOR(pg_catalog.=) $4"
 #define JS_FENCE_NONE(alias) ""
+extern bool JsSchemaHasNonce(void);	/* tables.c */
 #define JS_FENCE_ARGTYPES	TEXTOID, INT8OID, INT4OID, INT4OID
 #define JsFencePlan(plans)	(&(plans)[JsSchemaHasNonce() ? 1 : 0])
 
