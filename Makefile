@@ -5,6 +5,7 @@ OBJS = \
 	src/job_state.o \
 	src/spi.o \
 	src/token.o \
+	src/timeline.o \
 	src/fsm.o \
 	src/job_trigger.o \
 	src/event.o \

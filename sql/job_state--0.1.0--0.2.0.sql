@@ -686,3 +686,31 @@ ALTER TABLE job_state.job
 	ADD COLUMN claim_nonce pg_catalog.int4 NOT NULL DEFAULT 0;
 COMMENT ON COLUMN job_state.job.claim_nonce IS
 	'set by the job_state_fsm trigger only: a random value drawn with each new generation, which the tokens of that generation carry and every use of them must match (a claim lost in a failover cannot be replayed); 0 until the first claim, and for claims made before 0.2.0';
+
+/*
+ * The WAL timelines jobs were written on (timeline.c): the first job write
+ * on a new timeline (a promotion, a point-in-time recovery) advances
+ * job_id_seq and job_event_seq by 2^32 and records the job ids it
+ * skipped, so that no id handed out by a primary lost in a failover is
+ * handed out again.
+ */
+CREATE FUNCTION job_state.wal_timeline()
+	RETURNS pg_catalog.int8
+	AS 'MODULE_PATHNAME', 'js_wal_timeline'
+	LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION job_state.wal_timeline() IS
+	'the WAL timeline this server writes on (a promotion starts a new one)';
+REVOKE ALL ON FUNCTION job_state.wal_timeline() FROM PUBLIC;
+
+CREATE TABLE job_state.timeline (
+	timeline pg_catalog.int8 PRIMARY KEY,
+	arrived_at pg_catalog.timestamptz NOT NULL,
+	job_ids_after pg_catalog.int8 NOT NULL,
+	job_ids_resume_at pg_catalog.int8 NOT NULL
+);
+COMMENT ON TABLE job_state.timeline IS
+	'the WAL timelines jobs were written on: on the first job write of a new one (after a promotion), job and history ids jumped from job_ids_after to job_ids_resume_at; the ids between may have been handed out by the lost primary';
+REVOKE ALL ON job_state.timeline FROM PUBLIC;
+INSERT INTO job_state.timeline (timeline, arrived_at, job_ids_after, job_ids_resume_at)
+	SELECT job_state.wal_timeline(), pg_catalog.now(), s.last_value, s.last_value
+	  FROM job_state.job_id_seq s;

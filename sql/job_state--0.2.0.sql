@@ -1335,6 +1335,34 @@ GRANT EXECUTE ON FUNCTION
 	TO PUBLIC;
 
 /*
+ * The WAL timelines jobs were written on (timeline.c): the first job write
+ * on a new timeline (a promotion, a point-in-time recovery) advances
+ * job_id_seq and job_event_seq by 2^32 and records the job ids it
+ * skipped, so that no id handed out by a primary lost in a failover is
+ * handed out again.
+ */
+CREATE FUNCTION job_state.wal_timeline()
+	RETURNS pg_catalog.int8
+	AS 'MODULE_PATHNAME', 'js_wal_timeline'
+	LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION job_state.wal_timeline() IS
+	'the WAL timeline this server writes on (a promotion starts a new one)';
+REVOKE ALL ON FUNCTION job_state.wal_timeline() FROM PUBLIC;
+
+CREATE TABLE job_state.timeline (
+	timeline pg_catalog.int8 PRIMARY KEY,
+	arrived_at pg_catalog.timestamptz NOT NULL,
+	job_ids_after pg_catalog.int8 NOT NULL,
+	job_ids_resume_at pg_catalog.int8 NOT NULL
+);
+COMMENT ON TABLE job_state.timeline IS
+	'the WAL timelines jobs were written on: on the first job write of a new one (after a promotion), job and history ids jumped from job_ids_after to job_ids_resume_at; the ids between may have been handed out by the lost primary';
+REVOKE ALL ON job_state.timeline FROM PUBLIC;
+INSERT INTO job_state.timeline (timeline, arrived_at, job_ids_after, job_ids_resume_at)
+	SELECT job_state.wal_timeline(), pg_catalog.now(), s.last_value, s.last_value
+	  FROM job_state.job_id_seq s;
+
+/*
  * ==== The tables pg_dump keeps ============================================
  * Jobs, their history and everything they refer to, the sequences, the
  * schedules and the MAC keys (so tokens survive a restore).

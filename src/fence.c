@@ -327,12 +327,16 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = Int64GetDatum(token->job_id);
 	if (JsExecute(JsFencePlan(job_plans), values, NULL, false, 1) == 0)
+	{
+		if (JsTimelineLostJob(token->job_id) != 0)
+			JsRefuseMissingJob(token->job_id, NULL);
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 				 errmsg("job %lld does not exist", (long long) token->job_id),
 				 errdetail("Queue \"%s\" has no job %lld: it was purged, or its submit was lost in a failover to a server that had not received it.",
 						   queue, (long long) token->job_id),
 				 errhint("Stop working on the job and write nothing; do not retry: the job will not come back, and no call with this token will be accepted.")));
+	}
 
 	status = JsGetText(0, 1);
 	generation = JsGetInt32(0, 2, NULL);

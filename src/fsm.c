@@ -981,6 +981,10 @@ js_job_fsm_trigger(PG_FUNCTION_ARGS)
 	if (!TRIGGER_FIRED_BEFORE(event) || !TRIGGER_FIRED_FOR_ROW(event))
 		elog(ERROR, "job_state_fsm: must be fired before row");
 
+	/* before any history id is drawn on a new timeline (timeline.c) */
+	if (!TRIGGER_FIRED_BY_DELETE(event))
+		JsTimelineCheck();
+
 	/* a deleted ready job is ready again if the delete rolls back */
 	if (TRIGGER_FIRED_BY_DELETE(event) && JsFrontierEnabled())
 		JsNoteReadiness(JsJobColumnsFor(trigdata->tg_relation), trigdata->tg_relation,

@@ -82,9 +82,7 @@ JsLockJobById(JsPlan *plan, int64 job_id, Datum *queue)
 
 	/* operate on the job's queue, checked before the job is locked */
 	if (JsExecute(&job_queue_plan, &id, NULL, false, 1) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-				 errmsg("job %lld does not exist", (long long) job_id)));
+		JsRefuseMissingJob(job_id, NULL);
 	JsRequireQueuePrivilegeByName(JsGetDatumCopy(0, 1, &isnull), JS_QUEUE_OPERATE);
 
 	if (JsExecute(plan, &id, NULL, false, 1) == 0)

@@ -349,6 +349,7 @@ js_submit(PG_FUNCTION_ARGS)
 	JsRefuseNull(fcinfo, ARG_QUEUE, "queue");
 	JsRefuseNull(fcinfo, ARG_INPUT, "input");
 	PreventCommandIfReadOnly("submit()");
+	JsTimelineCheck();			/* before the job's id is drawn */
 	for (i = 0; i < JS_SUBMIT_NARGS; i++)
 	{
 		job.nulls[i] = PG_ARGISNULL(i);
@@ -476,6 +477,7 @@ js_submit_many(PG_FUNCTION_ARGS)
 	JsRefuseNull(fcinfo, ARG_QUEUE, "queue");
 	JsRefuseNull(fcinfo, ARG_INPUT, "inputs");
 	PreventCommandIfReadOnly("submit_many()");
+	JsTimelineCheck();			/* before the jobs' ids are drawn */
 	n = JsManyArray(fcinfo, ARG_INPUT, -1, &elems[ARG_INPUT], &elem_nulls[ARG_INPUT]);
 	for (arg = ARG_KEY; arg < JS_SUBMIT_NARGS; arg++)
 		(void) JsManyArray(fcinfo, arg, n, &elems[arg], &elem_nulls[arg]);
