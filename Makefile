@@ -6,6 +6,7 @@ OBJS = \
 	src/spi.o \
 	src/token.o \
 	src/timeline.o \
+	src/durability.o \
 	src/fsm.o \
 	src/job_trigger.o \
 	src/event.o \

@@ -196,6 +196,9 @@ CREATE TABLE job_state.queue (
 	retention pg_catalog.interval
 		CONSTRAINT queue_retention_bounded
 		CHECK (retention >= '1 s' AND retention <= '3600 days'),
+	min_synchronous_commit pg_catalog.text
+		CONSTRAINT queue_min_synchronous_commit_level
+		CHECK (min_synchronous_commit IN ('local', 'remote_write', 'on', 'remote_apply')),
 	/* spans added to timestamps: at most what create_queue allows */
 	CONSTRAINT queue_spans_bounded
 		CHECK (lease <= '3600 days' AND max_lease <= '3600 days'
@@ -207,6 +210,8 @@ COMMENT ON COLUMN job_state.queue.acl IS
 	'the queue''s privileges (a = submit, w = claim and act, d = operate, r = read); NULL: open to every role that may execute the functions';
 COMMENT ON COLUMN job_state.queue.retention IS
 	'how long succeeded, failed and cancelled jobs are kept after they finished; sweep() and the sweeper delete older ones with all their rows; NULL: until purge()';
+COMMENT ON COLUMN job_state.queue.min_synchronous_commit IS
+	'the queue''s durability floor: submits to it and calls under claims of its jobs raise synchronous_commit to at least this level for the rest of their transaction; NULL: the session''s setting';
 
 /*
  * Jobs.  The primary key leads with the queue (the distribution key should
@@ -697,7 +702,8 @@ CREATE FUNCTION job_state.create_queue(
 	on_lease_expiry pg_catalog.text DEFAULT 'unknown',
 	concurrency_limit pg_catalog.int4 DEFAULT NULL,
 	per_key_limit pg_catalog.int4 DEFAULT NULL,
-	retention pg_catalog.interval DEFAULT NULL)
+	retention pg_catalog.interval DEFAULT NULL,
+	min_synchronous_commit pg_catalog.text DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'js_create_queue'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
@@ -705,8 +711,8 @@ CREATE FUNCTION job_state.create_queue(
 COMMENT ON FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
 	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
-	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
-	'creates a queue with its lease, retry policy (AWS Step Functions semantics), limits and retention of finished jobs (NULL or ''0'': kept until purge)';
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval, pg_catalog.text) IS
+	'creates a queue with its lease, retry policy (AWS Step Functions semantics), limits, retention of finished jobs (NULL or ''0'': kept until purge) and durability floor (min_synchronous_commit: submits and calls under its claims commit with at least that synchronous_commit)';
 
 CREATE FUNCTION job_state.alter_queue(
 	name pg_catalog.text,
@@ -721,7 +727,8 @@ CREATE FUNCTION job_state.alter_queue(
 	on_lease_expiry pg_catalog.text DEFAULT NULL,
 	concurrency_limit pg_catalog.int4 DEFAULT NULL,
 	per_key_limit pg_catalog.int4 DEFAULT NULL,
-	retention pg_catalog.interval DEFAULT NULL)
+	retention pg_catalog.interval DEFAULT NULL,
+	min_synchronous_commit pg_catalog.text DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'js_alter_queue'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
@@ -729,8 +736,8 @@ CREATE FUNCTION job_state.alter_queue(
 COMMENT ON FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
 	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
-	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
-	'changes the options it is given (a NULL argument keeps the current value; retention => ''0'' keeps finished jobs until purge)';
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval, pg_catalog.text) IS
+	'changes the options it is given (a NULL argument keeps the current value; retention => ''0'' keeps finished jobs until purge; min_synchronous_commit => ''off'' removes the floor)';
 
 CREATE FUNCTION job_state.pause_queue(name pg_catalog.text)
 	RETURNS void

@@ -178,6 +178,8 @@ JsSubmitBegin(JsSubmitter *s, Datum queue, bool any_key)
 				 errmsg("queue \"%s\" does not exist", s->queue_name),
 				 errhint("Create it with job_state.create_queue().")));
 	JsRequireQueuePrivilege(s->queue_name, s->q.acl, JS_QUEUE_SUBMIT);
+	/* the queue's durability floor (durability.c) */
+	JsRaiseSynchronousCommit(s->q.min_sync);
 
 	/* the caller, not the definer: follows SET ROLE */
 	s->submitter = ObjectIdGetDatum(GetOuterUserId());

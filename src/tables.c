@@ -163,6 +163,28 @@ JsQueueCacheReset(void)
 		MemoryContextReset(js_queue_cache_cxt);
 }
 
+typedef struct JsQueueColumns
+{
+	Oid			relid;
+	int			id;
+	int			lease;
+	int			max_lease;
+	int			max_attempts;
+	int			paused;
+	int			concurrency_limit;
+	int			per_key_limit;
+	int			uses_resources;
+	int			retry_interval;
+	int			backoff_rate;
+	int			max_retries;
+	int			max_delay;
+	int			jitter;
+	int			acl;
+	int			min_synchronous_commit;	/* 0: a schema without it */
+} JsQueueColumns;
+
+static JsQueueColumns js_queue_cols;	/* JsQueueColumnsFor */
+
 /*
  * The job table's column map (JsJobColumnsFor), looked up again after any
  * invalidation of the table: ALTER EXTENSION UPDATE adds columns under
@@ -180,6 +202,8 @@ JsTablesRelcacheCallback(Datum arg, Oid relid)
 		JsQueueCacheReset();
 	if (relid == InvalidOid || relid == js_cols.relid)
 		js_cols.relid = InvalidOid;
+	if (relid == InvalidOid || relid == js_queue_cols.relid)
+		js_queue_cols.relid = InvalidOid;
 	for (i = 0; i < js_n_own_rels; i++)
 	{
 		if (relid == InvalidOid || js_own_rels[i].relid == relid)
@@ -521,24 +545,6 @@ JsSameValue(TupleTableSlot *a, TupleTableSlot *b, int attnum)
 }
 
 /* attribute numbers of job_state.queue, looked up once per relation */
-typedef struct JsQueueColumns
-{
-	Oid			relid;
-	int			id;
-	int			lease;
-	int			max_lease;
-	int			max_attempts;
-	int			paused;
-	int			concurrency_limit;
-	int			per_key_limit;
-	int			uses_resources;
-	int			retry_interval;
-	int			backoff_rate;
-	int			max_retries;
-	int			max_delay;
-	int			jitter;
-	int			acl;
-} JsQueueColumns;
 
 #define JS_QUEUE_COLUMN(field) {#field, offsetof(JsQueueColumns, field)}
 
@@ -558,8 +564,6 @@ static const JsColumnName js_queue_column_names[] = {
 	JS_QUEUE_COLUMN(jitter),
 };
 
-static JsQueueColumns js_queue_cols;
-
 static const JsQueueColumns *
 JsQueueColumnsFor(Relation rel)
 {
@@ -569,6 +573,8 @@ JsQueueColumnsFor(Relation rel)
 				  &js_queue_cols);
 	/* 0.2.0 added it; under 0.1.0's table every queue is open */
 	js_queue_cols.acl = Max(SPI_fnumber(RelationGetDescr(rel), "acl"), 0);
+	js_queue_cols.min_synchronous_commit =
+		Max(SPI_fnumber(RelationGetDescr(rel), "min_synchronous_commit"), 0);
 	js_queue_cols.relid = RelationGetRelid(rel);
 	return &js_queue_cols;
 }
@@ -630,6 +636,14 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, JsQueueOptions *q)
 		jitter = DatumGetTextPP(slot_getattr(slot, qc->jitter, &isnull));
 		q->full_jitter = VARSIZE_ANY_EXHDR(jitter) == 4 &&
 			memcmp(VARDATA_ANY(jitter), "full", 4) == 0;
+		q->min_sync = -1;
+		if (qc->min_synchronous_commit > 0)
+		{
+			Datum		floor = slot_getattr(slot, qc->min_synchronous_commit, &isnull);
+
+			if (!isnull)
+				q->min_sync = JsSyncCommitLevel(TextDatumGetCString(floor));
+		}
 		q->acl = NULL;
 		if (qc->acl > 0)
 		{

@@ -142,7 +142,13 @@ typedef struct JsQueueOptions
 	Interval	max_delay;
 	bool		full_jitter;
 	Acl		   *acl;			/* the queue's privileges; NULL: open (acl.c) */
+	int			min_sync;		/* min_synchronous_commit's level; -1: none */
 } JsQueueOptions;
+
+/* durability.c */
+extern int	JsSyncCommitLevel(const char *name);
+extern void JsCheckSyncCommitFloor(const char *name);
+extern void JsRaiseSynchronousCommit(int level);
 
 extern bool JsReadQueueCached(Datum queue, Interval *asked, JsQueueOptions *q);
 extern bool JsReadQueueLatest(Datum queue, JsQueueOptions *q);

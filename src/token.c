@@ -81,6 +81,7 @@ typedef struct JsQueueNameEntry
 	int32		queue_id;		/* hash key */
 	char	   *name;
 	Acl		   *acl;			/* NULL: open (acl.c) */
+	int			min_sync;		/* min_synchronous_commit's level; -1: none */
 } JsQueueNameEntry;
 
 static MemoryContext JsCacheContext = NULL;
@@ -140,15 +141,16 @@ static JsPlan retire_secrets_plan = {
 };
 
 static JsPlan queue_name_plan = {
-	"SELECT name, acl, 'job_state.queue'::pg_catalog.regclass::pg_catalog.oid"
+	"SELECT name, acl, 'job_state.queue'::pg_catalog.regclass::pg_catalog.oid,"
+	"  min_synchronous_commit"
 	"  FROM job_state.queue WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {INT4OID}
 };
 
-/* before ALTER EXTENSION UPDATE to 0.2.0: no acl, every queue open */
+/* before ALTER EXTENSION UPDATE to 0.2.0: no acl, every queue open, no floor */
 static JsPlan queue_name_plan_0_1 = {
 	"SELECT name, NULL::pg_catalog.aclitem[],"
-	"  'job_state.queue'::pg_catalog.regclass::pg_catalog.oid"
+	"  'job_state.queue'::pg_catalog.regclass::pg_catalog.oid, NULL::pg_catalog.text"
 	"  FROM job_state.queue WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {INT4OID}
 };
@@ -445,7 +447,7 @@ JsTokenNonce(const JsClaimToken *token)
  * the cache when its invalidation arrives.
  */
 static const char *
-JsQueueNameAcl(int32 queue_id, Acl **acl)
+JsQueueNameAcl(int32 queue_id, Acl **acl, int *min_sync)
 {
 	JsQueueNameEntry *entry;
 	bool		found;
@@ -464,6 +466,7 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 		bool		isnull;
 		Datum		acl_datum;
 		Oid			relid;
+		char	   *floor;
 
 		if (JsExecuteLatest(JsQueueHasAcl() ? &queue_name_plan : &queue_name_plan_0_1,
 							&arg, NULL, 1) != 1)
@@ -475,6 +478,8 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 		acl_datum = JsGetDatumCopy(0, 2, &isnull);
 		*acl = isnull ? NULL : DatumGetAclPCopy(acl_datum);
 		relid = DatumGetObjectId(JsGetDatumCopy(0, 3, &isnull));
+		floor = JsGetText(0, 4);
+		*min_sync = floor != NULL ? JsSyncCommitLevel(floor) : -1;
 		/* the lookup may have reset the cache: look again */
 		if (js_queue_names == NULL)
 			return pstrdup(name);
@@ -482,6 +487,7 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 		if (!found)
 		{
 			entry->name = MemoryContextStrdup(JsCacheContext, name);
+			entry->min_sync = *min_sync;
 			entry->acl = NULL;
 			if (*acl != NULL)
 			{
@@ -492,6 +498,7 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 		}
 		return pstrdup(name);
 	}
+	*min_sync = entry->min_sync;
 	*acl = NULL;
 	if (entry->acl != NULL)
 	{
@@ -508,13 +515,19 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 static const char *
 JsTokenVerify(const JsClaimToken *token, Acl **acl, int32 *nonce)
 {
+	const char *queue;
+	int			min_sync;
+
 	if (!JsTokenMacVerifies(token, nonce))
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_INVALID_TOKEN),
 				 errmsg("claim token is not valid"),
 				 errdetail("The token's signature does not verify."),
 				 errhint("Use the token exactly as claim returned it.")));
-	return JsQueueNameAcl(token->queue_id, acl);
+	queue = JsQueueNameAcl(token->queue_id, acl, &min_sync);
+	/* what a call under the claim writes commits as the queue requires */
+	JsRaiseSynchronousCommit(min_sync);
+	return queue;
 }
 
 /*
