@@ -28,6 +28,7 @@
 
 #include "job_state.h"
 #include "acl.h"
+#include "tables.h"
 
 PG_FUNCTION_INFO_V1(js_create_queue);
 PG_FUNCTION_INFO_V1(js_alter_queue);
