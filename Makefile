@@ -5,6 +5,8 @@ OBJS = \
 	src/job_state.o \
 	src/spi.o \
 	src/token.o \
+	src/timeline.o \
+	src/durability.o \
 	src/fsm.o \
 	src/job_trigger.o \
 	src/event.o \

@@ -392,7 +392,8 @@ CREATE FUNCTION job_state.create_queue(
 	on_lease_expiry pg_catalog.text DEFAULT 'unknown',
 	concurrency_limit pg_catalog.int4 DEFAULT NULL,
 	per_key_limit pg_catalog.int4 DEFAULT NULL,
-	retention pg_catalog.interval DEFAULT NULL)
+	retention pg_catalog.interval DEFAULT NULL,
+	min_synchronous_commit pg_catalog.text DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'js_create_queue'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
@@ -400,13 +401,13 @@ CREATE FUNCTION job_state.create_queue(
 COMMENT ON FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
 	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
-	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
-	'creates a queue with its lease, retry policy (AWS Step Functions semantics), limits and retention of finished jobs (NULL or ''0'': kept until purge)';
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval, pg_catalog.text) IS
+	'creates a queue with its lease, retry policy (AWS Step Functions semantics), limits, retention of finished jobs (NULL or ''0'': kept until purge) and durability floor (min_synchronous_commit: submits and calls under its claims commit with at least that synchronous_commit)';
 
 REVOKE ALL ON FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
 	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
-	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) FROM PUBLIC;
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval, pg_catalog.text) FROM PUBLIC;
 
 DROP FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
@@ -425,7 +426,8 @@ CREATE FUNCTION job_state.alter_queue(
 	on_lease_expiry pg_catalog.text DEFAULT NULL,
 	concurrency_limit pg_catalog.int4 DEFAULT NULL,
 	per_key_limit pg_catalog.int4 DEFAULT NULL,
-	retention pg_catalog.interval DEFAULT NULL)
+	retention pg_catalog.interval DEFAULT NULL,
+	min_synchronous_commit pg_catalog.text DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'js_alter_queue'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
@@ -433,13 +435,13 @@ CREATE FUNCTION job_state.alter_queue(
 COMMENT ON FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
 	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
-	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
-	'changes the options it is given (a NULL argument keeps the current value; retention => ''0'' keeps finished jobs until purge)';
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval, pg_catalog.text) IS
+	'changes the options it is given (a NULL argument keeps the current value; retention => ''0'' keeps finished jobs until purge; min_synchronous_commit => ''off'' removes the floor)';
 
 REVOKE ALL ON FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
 	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
-	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) FROM PUBLIC;
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval, pg_catalog.text) FROM PUBLIC;
 
 COMMENT ON FUNCTION job_state.sweep() IS
 	'applies lease expiry in every queue, submits due schedule ticks and deletes one batch (at most 1000 jobs) of finished jobs past their queue''s retention now; returns how many jobs lease expiry moved plus how many retention deleted';
@@ -740,3 +742,50 @@ CREATE FUNCTION job_state.queue_channel(queue pg_catalog.text,
 COMMENT ON FUNCTION job_state.queue_channel(pg_catalog.text, pg_catalog.text) IS
 	'the channel to LISTEN to: work (a new job, empty payload; needs claim) or done (an ended job''s id; needs read or submit)';
 REVOKE ALL ON FUNCTION job_state.queue_channel(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+
+/*
+ * Every new generation draws a claim nonce (the job_state_fsm trigger) that
+ * its tokens carry: a token of a claim lost in a failover is refused on the
+ * promoted server even where the generation is the same.  Jobs stored
+ * before hold 0, the nonce tokens of the 0.1.0 library stand for: they
+ * keep working until the job's next generation.
+ */
+ALTER TABLE job_state.job
+	ADD COLUMN claim_nonce pg_catalog.int4 NOT NULL DEFAULT 0;
+COMMENT ON COLUMN job_state.job.claim_nonce IS
+	'set by the job_state_fsm trigger only: a random value drawn with each new generation, which the tokens of that generation carry and every use of them must match (a claim lost in a failover cannot be replayed); 0 until the first claim, and for claims made before 0.2.0';
+
+/*
+ * The WAL timelines jobs were written on (timeline.c): the first job write
+ * on a new timeline (a promotion, a point-in-time recovery) advances
+ * job_id_seq and job_event_seq by 2^32 and records the job ids it
+ * skipped, so that no id handed out by a primary lost in a failover is
+ * handed out again.
+ */
+CREATE FUNCTION job_state.wal_timeline()
+	RETURNS pg_catalog.int8
+	AS 'MODULE_PATHNAME', 'js_wal_timeline'
+	LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION job_state.wal_timeline() IS
+	'the WAL timeline this server writes on (a promotion starts a new one)';
+REVOKE ALL ON FUNCTION job_state.wal_timeline() FROM PUBLIC;
+
+CREATE TABLE job_state.timeline (
+	timeline pg_catalog.int8 PRIMARY KEY,
+	arrived_at pg_catalog.timestamptz NOT NULL,
+	job_ids_after pg_catalog.int8 NOT NULL,
+	job_ids_resume_at pg_catalog.int8 NOT NULL
+);
+COMMENT ON TABLE job_state.timeline IS
+	'the WAL timelines jobs were written on: on the first job write of a new one (after a promotion), job and history ids jumped from job_ids_after to job_ids_resume_at; the ids between may have been handed out by the lost primary';
+REVOKE ALL ON job_state.timeline FROM PUBLIC;
+INSERT INTO job_state.timeline (timeline, arrived_at, job_ids_after, job_ids_resume_at)
+	SELECT job_state.wal_timeline(), pg_catalog.now(), s.last_value, s.last_value
+	  FROM job_state.job_id_seq s;
+
+/* a queue's durability floor (durability.c) */
+ALTER TABLE job_state.queue ADD COLUMN min_synchronous_commit pg_catalog.text
+	CONSTRAINT queue_min_synchronous_commit_level
+	CHECK (min_synchronous_commit IN ('local', 'remote_write', 'on', 'remote_apply'));
+COMMENT ON COLUMN job_state.queue.min_synchronous_commit IS
+	'the queue''s durability floor: submits to it and calls under claims of its jobs raise synchronous_commit to at least this level for the rest of their transaction; NULL: the session''s setting';

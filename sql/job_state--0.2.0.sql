@@ -200,6 +200,9 @@ CREATE TABLE job_state.queue (
 		DEFAULT pg_catalog.replace(pg_catalog.gen_random_uuid()::pg_catalog.text, '-', '')
 		CONSTRAINT queue_channel_valid
 		CHECK (channel OPERATOR(pg_catalog.~) '^[0-9a-f]{32}$'),
+	min_synchronous_commit pg_catalog.text
+		CONSTRAINT queue_min_synchronous_commit_level
+		CHECK (min_synchronous_commit IN ('local', 'remote_write', 'on', 'remote_apply')),
 	/* spans added to timestamps: at most what create_queue allows */
 	CONSTRAINT queue_spans_bounded
 		CHECK (lease <= '3600 days' AND max_lease <= '3600 days'
@@ -213,6 +216,8 @@ COMMENT ON COLUMN job_state.queue.channel IS
 	'the secret part of the queue''s notification channels job_state_<channel> (new jobs) and job_state_done_<channel> (ended jobs); queue_channel() gives them to roles with the privilege';
 COMMENT ON COLUMN job_state.queue.retention IS
 	'how long succeeded, failed and cancelled jobs are kept after they finished; sweep() and the sweeper delete older ones with all their rows; NULL: until purge()';
+COMMENT ON COLUMN job_state.queue.min_synchronous_commit IS
+	'the queue''s durability floor: submits to it and calls under claims of its jobs raise synchronous_commit to at least this level for the rest of their transaction; NULL: the session''s setting';
 
 /*
  * Jobs.  The primary key leads with the queue (the distribution key should
@@ -272,6 +277,7 @@ CREATE TABLE job_state.job (
 	progress_at pg_catalog.timestamptz,
 	held_claim_seq pg_catalog.int8,
 	held_end_seq pg_catalog.int8,
+	claim_nonce pg_catalog.int4 NOT NULL DEFAULT 0,
 	PRIMARY KEY (queue, id)
 ) WITH (fillfactor = 80,
 		autovacuum_vacuum_scale_factor = 0.01,
@@ -298,6 +304,9 @@ COMMENT ON COLUMN job_state.job.held_claim_seq IS
 	'set by the job_state_fsm trigger only: the seq of the job''s latest claim (accepted -> running at started_at, by worker, in this generation) while the row holds that event in place of a job_event_log row';
 COMMENT ON COLUMN job_state.job.held_end_seq IS
 	'set by the job_state_fsm trigger only: the seq of the change that ended the held claim (running -> status at finished_at, with reason) while the row holds it';
+
+COMMENT ON COLUMN job_state.job.claim_nonce IS
+	'set by the job_state_fsm trigger only: a random value drawn with each new generation, which the tokens of that generation carry and every use of them must match (a claim lost in a failover cannot be replayed); 0 until the first claim, and for claims made before 0.2.0';
 
 CREATE UNIQUE INDEX job_idempotency_key ON job_state.job (queue, idempotency_key)
 	WHERE idempotency_key IS NOT NULL;
@@ -704,7 +713,8 @@ CREATE FUNCTION job_state.create_queue(
 	on_lease_expiry pg_catalog.text DEFAULT 'unknown',
 	concurrency_limit pg_catalog.int4 DEFAULT NULL,
 	per_key_limit pg_catalog.int4 DEFAULT NULL,
-	retention pg_catalog.interval DEFAULT NULL)
+	retention pg_catalog.interval DEFAULT NULL,
+	min_synchronous_commit pg_catalog.text DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'js_create_queue'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
@@ -712,8 +722,8 @@ CREATE FUNCTION job_state.create_queue(
 COMMENT ON FUNCTION job_state.create_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
 	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
-	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
-	'creates a queue with its lease, retry policy (AWS Step Functions semantics), limits and retention of finished jobs (NULL or ''0'': kept until purge)';
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval, pg_catalog.text) IS
+	'creates a queue with its lease, retry policy (AWS Step Functions semantics), limits, retention of finished jobs (NULL or ''0'': kept until purge) and durability floor (min_synchronous_commit: submits and calls under its claims commit with at least that synchronous_commit)';
 
 CREATE FUNCTION job_state.alter_queue(
 	name pg_catalog.text,
@@ -728,7 +738,8 @@ CREATE FUNCTION job_state.alter_queue(
 	on_lease_expiry pg_catalog.text DEFAULT NULL,
 	concurrency_limit pg_catalog.int4 DEFAULT NULL,
 	per_key_limit pg_catalog.int4 DEFAULT NULL,
-	retention pg_catalog.interval DEFAULT NULL)
+	retention pg_catalog.interval DEFAULT NULL,
+	min_synchronous_commit pg_catalog.text DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'js_alter_queue'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE
@@ -736,8 +747,8 @@ CREATE FUNCTION job_state.alter_queue(
 COMMENT ON FUNCTION job_state.alter_queue(pg_catalog.text, pg_catalog.interval,
 	pg_catalog.interval, pg_catalog.interval, pg_catalog.float8, pg_catalog.int4,
 	pg_catalog.interval, pg_catalog.text, pg_catalog.int4, pg_catalog.text,
-	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval) IS
-	'changes the options it is given (a NULL argument keeps the current value; retention => ''0'' keeps finished jobs until purge)';
+	pg_catalog.int4, pg_catalog.int4, pg_catalog.interval, pg_catalog.text) IS
+	'changes the options it is given (a NULL argument keeps the current value; retention => ''0'' keeps finished jobs until purge; min_synchronous_commit => ''off'' removes the floor)';
 
 CREATE FUNCTION job_state.pause_queue(name pg_catalog.text)
 	RETURNS void
@@ -1352,6 +1363,34 @@ GRANT EXECUTE ON FUNCTION
 	job_state.has_queue_privilege(pg_catalog.text, pg_catalog.text),
 	job_state.has_queue_privilege(pg_catalog.text, pg_catalog.text, pg_catalog.text)
 	TO PUBLIC;
+
+/*
+ * The WAL timelines jobs were written on (timeline.c): the first job write
+ * on a new timeline (a promotion, a point-in-time recovery) advances
+ * job_id_seq and job_event_seq by 2^32 and records the job ids it
+ * skipped, so that no id handed out by a primary lost in a failover is
+ * handed out again.
+ */
+CREATE FUNCTION job_state.wal_timeline()
+	RETURNS pg_catalog.int8
+	AS 'MODULE_PATHNAME', 'js_wal_timeline'
+	LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION job_state.wal_timeline() IS
+	'the WAL timeline this server writes on (a promotion starts a new one)';
+REVOKE ALL ON FUNCTION job_state.wal_timeline() FROM PUBLIC;
+
+CREATE TABLE job_state.timeline (
+	timeline pg_catalog.int8 PRIMARY KEY,
+	arrived_at pg_catalog.timestamptz NOT NULL,
+	job_ids_after pg_catalog.int8 NOT NULL,
+	job_ids_resume_at pg_catalog.int8 NOT NULL
+);
+COMMENT ON TABLE job_state.timeline IS
+	'the WAL timelines jobs were written on: on the first job write of a new one (after a promotion), job and history ids jumped from job_ids_after to job_ids_resume_at; the ids between may have been handed out by the lost primary';
+REVOKE ALL ON job_state.timeline FROM PUBLIC;
+INSERT INTO job_state.timeline (timeline, arrived_at, job_ids_after, job_ids_resume_at)
+	SELECT job_state.wal_timeline(), pg_catalog.now(), s.last_value, s.last_value
+	  FROM job_state.job_id_seq s;
 
 /*
  * ==== The tables pg_dump keeps ============================================

@@ -87,16 +87,16 @@ JsNoSuchMeter(int64 job_id, const char *meter)
  */
 static JsPlan charge_plan = {
 	"WITH u AS ("
-	"  UPDATE job_state.job SET spent = pg_catalog.jsonb_set(spent, ARRAY[$4],"
-	"   pg_catalog.to_jsonb(COALESCE((spent OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric, 0)"
-	"    OPERATOR(pg_catalog.+) $5))"
-	"  WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND budget OPERATOR(pg_catalog.?) $4"
-	"  RETURNING (budget OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric"
-	"   OPERATOR(pg_catalog.-) (spent OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric AS left_over),"
+	"  UPDATE job_state.job SET spent = pg_catalog.jsonb_set(spent, ARRAY[$5],"
+	"   pg_catalog.to_jsonb(COALESCE((spent OPERATOR(pg_catalog.->>) $5)::pg_catalog.numeric, 0)"
+	"    OPERATOR(pg_catalog.+) $6))"
+	"  WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND budget OPERATOR(pg_catalog.?) $5"
+	"  RETURNING (budget OPERATOR(pg_catalog.->>) $5)::pg_catalog.numeric"
+	"   OPERATOR(pg_catalog.-) (spent OPERATOR(pg_catalog.->>) $5)::pg_catalog.numeric AS left_over),"
 	" l AS (INSERT INTO job_state.spend (queue, job_id, generation, meter, amount)"
-	"  SELECT $1, $2, $3, $4, $5 FROM u)"
+	"  SELECT $1, $2, $3, $5, $6 FROM u)"
 	" SELECT left_over FROM u",
-	5, {TEXTOID, INT8OID, INT4OID, TEXTOID, NUMERICOID}
+	6, {JS_FENCE_ARGTYPES, TEXTOID, NUMERICOID}
 };
 
 static JsPlan job_exists_plan = {
@@ -109,7 +109,7 @@ js_charge(PG_FUNCTION_ARGS)
 {
 	JsClaimToken *token;
 	char	   *meter;
-	Datum		values[5];
+	Datum		values[6];
 	bool		isnull;
 	Datum		left_over;
 
@@ -117,8 +117,8 @@ js_charge(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	(void) JsTokenFence(token, values);
-	values[3] = PG_GETARG_DATUM(1);
-	values[4] = PG_GETARG_DATUM(2);
+	values[4] = PG_GETARG_DATUM(1);
+	values[5] = PG_GETARG_DATUM(2);
 	if (JsExecute(&charge_plan, values, NULL, false, 0) != 1)
 	{
 		if (JsExecute(&job_exists_plan, values, NULL, false, 1) == 0)
@@ -136,13 +136,19 @@ js_charge(PG_FUNCTION_ARGS)
  * reserve: checks that a planned spend fits (JS004 if not) for the current
  * claim.  Nothing is held; returns what would be left after it.
  */
-static JsPlan reserve_plan = {
-	"SELECT budget OPERATOR(pg_catalog.?) $4,"
-	"  (budget OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric,"
-	"  COALESCE((spent OPERATOR(pg_catalog.->>) $4)::pg_catalog.numeric, 0)"
-	" FROM job_state.job"
-	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3 AND status OPERATOR(pg_catalog.=) 'running'",
-	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
+#define JS_SQL_RESERVE(nonce) \
+	"SELECT budget OPERATOR(pg_catalog.?) $5," \
+	"  (budget OPERATOR(pg_catalog.->>) $5)::pg_catalog.numeric," \
+	"  COALESCE((spent OPERATOR(pg_catalog.->>) $5)::pg_catalog.numeric, 0)" \
+	" FROM job_state.job" \
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3" \
+	nonce("") \
+	"  AND status OPERATOR(pg_catalog.=) 'running'"
+
+/* the fence (token.h): $1 queue, $2 job, $3 generation, $4 nonce; $5 meter */
+static JsPlan reserve_plans[2] = {
+	{JS_SQL_RESERVE(JS_FENCE_NONE), 5, {JS_FENCE_ARGTYPES, TEXTOID}},
+	{JS_SQL_RESERVE(JS_FENCE_NONCE), 5, {JS_FENCE_ARGTYPES, TEXTOID}},
 };
 
 Datum
@@ -152,7 +158,7 @@ js_reserve(PG_FUNCTION_ARGS)
 	const char *queue;
 	char	   *meter;
 	Numeric		amount;
-	Datum		values[4];
+	Datum		values[5];
 	bool		isnull;
 	Datum		limit;
 	Datum		spent;
@@ -162,8 +168,8 @@ js_reserve(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	queue = JsTokenFence(token, values);
-	values[3] = PG_GETARG_DATUM(1);
-	if (JsExecute(&reserve_plan, values, NULL, false, 1) != 1)
+	values[4] = PG_GETARG_DATUM(1);
+	if (JsExecute(JsFencePlan(reserve_plans), values, NULL, false, 1) != 1)
 		JsRefuseToken(queue, token, "reserve");
 	if (!JsGetBool(0, 1))
 		JsNoSuchMeter(token->job_id, meter);

@@ -88,7 +88,7 @@ js_wait_for_callback(PG_FUNCTION_ARGS)
 	Interval   *heartbeat = NULL;
 	bool		release;
 	const char *queue;
-	Datum		fence[3];
+	Datum		fence[4];
 	Relation	rel;
 	Relation	pkey;
 	const JsJobColumns *cols;
@@ -153,10 +153,12 @@ js_wait_for_callback(PG_FUNCTION_ARGS)
 	now = GetCurrentTimestamp();
 
 	if (DatumGetInt32(values[cols->generation - 1]) != token->generation ||
+		(cols->claim_nonce != 0 &&
+		 DatumGetInt32(values[cols->claim_nonce - 1]) != DatumGetInt32(fence[3])) ||
 		(status == cols->status_oids[JS_RUNNING] &&
 		 DatumGetTimestampTz(values[cols->lease_expires_at - 1]) <= now))
 	{
-		/* a newer generation, or a lease that ran out: say which */
+		/* a newer generation or a claim never seen here, or a lease that ran out: say which */
 		JsRowWriterEndUpdate(&w, locked);
 		JsRefuseToken(queue, token, "wait_for_callback");
 	}

@@ -114,7 +114,8 @@ js_claim(PG_FUNCTION_ARGS)
 }
 
 /*
- * heartbeat: $1 queue, $2 job, $3 generation, $4 extend (NULL: the queue's
+ * heartbeat: $1 queue, $2 job, $3 generation, $4 nonce (the fence,
+ * token.h), $5 extend (NULL: the queue's
  * lease).  Never past started_at + max_lease; a lease that already ran out
  * is not revived, and one whose max_lease has passed (a max_lease lowered
  * since the claim) is refused rather than given an expiry in the past.
@@ -122,11 +123,12 @@ js_claim(PG_FUNCTION_ARGS)
 #define JS_SQL_HEARTBEAT_SET \
 	"UPDATE job_state.job j SET lease_expires_at = LEAST(" \
 	"   pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)" \
-	"    LEAST(COALESCE($4, q.lease), q.max_lease)," \
+	"    LEAST(COALESCE($5, q.lease), q.max_lease)," \
 	"   j.started_at OPERATOR(pg_catalog.+) q.max_lease)"
-#define JS_SQL_HEARTBEAT_WHERE \
+#define JS_SQL_HEARTBEAT_WHERE(nonce) \
 	" FROM job_state.queue q" \
 	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3" \
+	nonce("j.") \
 	"  AND j.status OPERATOR(pg_catalog.=) 'running'" \
 	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()" \
 	"  AND j.started_at OPERATOR(pg_catalog.+) q.max_lease OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()" \
@@ -141,39 +143,38 @@ js_claim(PG_FUNCTION_ARGS)
  */
 #define JS_SQL_HEARTBEAT_WAITING_SET \
 	"UPDATE job_state.job j SET lease_expires_at = CASE" \
-	"   WHEN COALESCE($4, j.heartbeat_interval) IS NULL THEN j.callback_timeout_at" \
+	"   WHEN COALESCE($5, j.heartbeat_interval) IS NULL THEN j.callback_timeout_at" \
 	"   ELSE LEAST(pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)" \
-	"     COALESCE($4, j.heartbeat_interval), j.callback_timeout_at) END"
-#define JS_SQL_HEARTBEAT_WAITING_WHERE \
+	"     COALESCE($5, j.heartbeat_interval), j.callback_timeout_at) END"
+#define JS_SQL_HEARTBEAT_WAITING_WHERE(nonce) \
 	" WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2 AND j.generation OPERATOR(pg_catalog.=) $3" \
+	nonce("j.") \
 	"  AND j.status OPERATOR(pg_catalog.=) 'waiting'" \
 	"  AND j.lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()" \
 	" RETURNING j.lease_expires_at, j.cancel_requested"
 
 /*
- * With progress, $5 becomes the job's progress, stamped with the
+ * With progress, $6 becomes the job's progress, stamped with the
  * generation of the claim that reported it.  Statements of their own, so
  * that heartbeat without progress still works on the 0.1.0 schema (no
  * progress columns, and no progress argument).
  */
 #define JS_SQL_HEARTBEAT_PROGRESS \
-	", progress = $5, progress_generation = j.generation," \
+	", progress = $6, progress_generation = j.generation," \
 	"  progress_at = pg_catalog.clock_timestamp()"
 
-/* [waiting][with progress] */
-static JsPlan heartbeat_plans[2][2] = {
-	{
-		{JS_SQL_HEARTBEAT_SET JS_SQL_HEARTBEAT_WHERE,
-		4, {TEXTOID, INT8OID, INT4OID, INTERVALOID}},
-		{JS_SQL_HEARTBEAT_SET JS_SQL_HEARTBEAT_PROGRESS JS_SQL_HEARTBEAT_WHERE,
-		5, {TEXTOID, INT8OID, INT4OID, INTERVALOID, JSONBOID}},
-	},
-	{
-		{JS_SQL_HEARTBEAT_WAITING_SET JS_SQL_HEARTBEAT_WAITING_WHERE,
-		4, {TEXTOID, INT8OID, INT4OID, INTERVALOID}},
-		{JS_SQL_HEARTBEAT_WAITING_SET JS_SQL_HEARTBEAT_PROGRESS JS_SQL_HEARTBEAT_WAITING_WHERE,
-		5, {TEXTOID, INT8OID, INT4OID, INTERVALOID, JSONBOID}},
-	},
+#define JS_HEARTBEAT_PLANS(set, where, progress) \
+	{{set where(JS_FENCE_NONE), 5, {JS_FENCE_ARGTYPES, INTERVALOID}}, \
+	 {set where(JS_FENCE_NONCE), 5, {JS_FENCE_ARGTYPES, INTERVALOID}}}, \
+	{{set progress where(JS_FENCE_NONE), 6, {JS_FENCE_ARGTYPES, INTERVALOID, JSONBOID}}, \
+	 {set progress where(JS_FENCE_NONCE), 6, {JS_FENCE_ARGTYPES, INTERVALOID, JSONBOID}}}
+
+/* [waiting][with progress][with the nonce: JsFencePlan] */
+static JsPlan heartbeat_plans[2][2][2] = {
+	{JS_HEARTBEAT_PLANS(JS_SQL_HEARTBEAT_SET, JS_SQL_HEARTBEAT_WHERE,
+						JS_SQL_HEARTBEAT_PROGRESS)},
+	{JS_HEARTBEAT_PLANS(JS_SQL_HEARTBEAT_WAITING_SET, JS_SQL_HEARTBEAT_WAITING_WHERE,
+						JS_SQL_HEARTBEAT_PROGRESS)},
 };
 
 /* the largest progress a heartbeat stores, in bytes of its jsonb */
@@ -198,8 +199,8 @@ js_heartbeat(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	JsClaimToken *token;
 	const char *queue;
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	Datum		out[2];
 	bool		outnulls[2] = {false, false};
 
@@ -219,17 +220,17 @@ js_heartbeat(PG_FUNCTION_ARGS)
 		Jsonb	   *progress = PG_GETARG_JSONB_P(2);
 
 		JsCheckProgress(progress);
-		values[4] = JsonbPGetDatum(progress);
+		values[5] = JsonbPGetDatum(progress);
 	}
 
 	JsInitMaterialized(fcinfo);
 	SPI_connect();
 	queue = JsTokenFenceCallback(token, values);
-	values[3] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
-	nulls[3] = PG_ARGISNULL(1) ? 'n' : ' ';
-	if (JsExecute(&heartbeat_plans[0][with_progress], values, nulls, false, 0) != 1 &&
+	values[4] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[4] = PG_ARGISNULL(1) ? 'n' : ' ';
+	if (JsExecute(JsFencePlan(heartbeat_plans[0][with_progress]), values, nulls, false, 0) != 1 &&
 		(!JsSchemaHasWaiting() ||
-		 JsExecute(&heartbeat_plans[1][with_progress], values, nulls, false, 0) != 1))
+		 JsExecute(JsFencePlan(heartbeat_plans[1][with_progress]), values, nulls, false, 0) != 1))
 		JsRefuseToken(queue, token, "heartbeat");
 
 	out[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &outnulls[0]);
@@ -246,12 +247,16 @@ js_heartbeat(PG_FUNCTION_ARGS)
  * The row lock lasts until the caller's transaction ends: lease expiry and
  * claim skip locked rows, so no newer claim can commit meanwhile.
  */
-static JsPlan assert_plan = {
-	"SELECT 1 FROM job_state.job"
-	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3"
-	"  AND status OPERATOR(pg_catalog.<>) ALL ('{accepted,succeeded,failed,cancelled}'::job_state.status[])"
-	" FOR NO KEY UPDATE",
-	3, {TEXTOID, INT8OID, INT4OID}
+#define JS_SQL_ASSERT(nonce) \
+	"SELECT 1 FROM job_state.job" \
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3" \
+	nonce("") \
+	"  AND status OPERATOR(pg_catalog.<>) ALL ('{accepted,succeeded,failed,cancelled}'::job_state.status[])" \
+	" FOR NO KEY UPDATE"
+
+static JsPlan assert_plans[2] = {
+	{JS_SQL_ASSERT(JS_FENCE_NONE), 4, {JS_FENCE_ARGTYPES}},
+	{JS_SQL_ASSERT(JS_FENCE_NONCE), 4, {JS_FENCE_ARGTYPES}},
 };
 
 Datum
@@ -259,14 +264,14 @@ js_assert_claim(PG_FUNCTION_ARGS)
 {
 	JsClaimToken *token;
 	const char *queue;
-	Datum		values[3];
+	Datum		values[4];
 
 	JsRefuseNull(fcinfo, 0, "token");
 	token = PG_GETARG_CLAIM_TOKEN(0);
 
 	SPI_connect();
 	queue = JsTokenFenceCallback(token, values);
-	if (JsExecute(&assert_plan, values, NULL, false, 0) != 1)
+	if (JsExecute(JsFencePlan(assert_plans), values, NULL, false, 0) != 1)
 		JsRefuseToken(queue, token, "assert_claim");
 	SPI_finish();
 	PG_RETURN_VOID();

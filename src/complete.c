@@ -90,8 +90,8 @@ JsSameJsonb(Datum a, bool a_null, Datum b, bool b_null)
 
 /*
  * Lock the job and check the token's fence on the locked version: its
- * generation, and running, waiting (a callback) or unknown (a late
- * completion).  Then newslot holds a copy to change.  JS_FENCE_STALE: the
+ * generation and claim nonce (token.h), and running, waiting (a callback)
+ * or unknown (a late completion).  Then newslot holds a copy to change.  JS_FENCE_STALE: the
  * token is stale (or its job gone); JS_FENCE_ENDED: the generation is the
  * token's but the attempt has ended (*status says how), which may be this
  * very completion sent again.
@@ -105,7 +105,7 @@ typedef enum JsFence
 
 static JsFence
 JsLockFenced(JsCompletion *c, Datum queue, Datum id, int32 generation,
-			 JsStatus *status)
+			 int32 nonce, JsStatus *status)
 {
 	const JsJobColumns *cols = c->cols;
 
@@ -114,6 +114,9 @@ JsLockFenced(JsCompletion *c, Datum queue, Datum id, int32 generation,
 	JsRowWriterCopy(c->newslot, c->locked);
 	if (DatumGetInt32(c->newslot->tts_values[cols->generation - 1]) != generation)
 		return JS_FENCE_STALE;
+	if (cols->claim_nonce != 0 &&
+		DatumGetInt32(c->newslot->tts_values[cols->claim_nonce - 1]) != nonce)
+		return JS_FENCE_STALE;	/* a claim this server never saw */
 	*status = JsStatusOfLabel(cols, c->newslot->tts_values[cols->status - 1]);
 	return *status == JS_RUNNING || *status == JS_WAITING || *status == JS_UNKNOWN ?
 		JS_FENCE_OK : JS_FENCE_ENDED;
@@ -126,12 +129,12 @@ JsLockFenced(JsCompletion *c, Datum queue, Datum id, int32 generation,
  */
 static bool
 JsSucceedOne(JsCompletion *c, Datum queue, Datum id, int32 generation,
-			 Datum result, bool result_null)
+			 int32 nonce, Datum result, bool result_null)
 {
 	const JsJobColumns *cols = c->cols;
 	JsStatus	status;
 
-	switch (JsLockFenced(c, queue, id, generation, &status))
+	switch (JsLockFenced(c, queue, id, generation, nonce, &status))
 	{
 		case JS_FENCE_OK:
 			break;
@@ -166,7 +169,7 @@ js_succeed(PG_FUNCTION_ARGS)
 {
 	JsClaimToken *token;
 	const char *queue;
-	Datum		values[3];
+	Datum		values[4];
 	JsCompletion c;
 	bool		done;
 
@@ -177,7 +180,7 @@ js_succeed(PG_FUNCTION_ARGS)
 	queue = JsTokenFenceCallback(token, values);
 	JsCompletionBegin(&c, "succeed()");
 	done = JsSucceedOne(&c, values[0], values[1], token->generation,
-						PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
+						DatumGetInt32(values[3]), PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
 	JsCompletionEnd(&c);
 	if (!done)
 		JsRefuseToken(queue, token, "succeed");
@@ -191,6 +194,7 @@ typedef struct JsBatchItem
 	const char *queue;
 	int64		job_id;
 	int32		generation;
+	int32		nonce;			/* the claim nonce the token stands for */
 	int			pos;			/* in the batch */
 } JsBatchItem;
 
@@ -207,6 +211,8 @@ JsCompareBatchItem(const void *a, const void *b)
 		return x->job_id < y->job_id ? -1 : 1;
 	if (x->generation != y->generation)
 		return x->generation < y->generation ? -1 : 1;
+	if (x->nonce != y->nonce)
+		return x->nonce < y->nonce ? -1 : 1;
 	return x->pos - y->pos;
 }
 
@@ -276,6 +282,7 @@ js_succeed_many(PG_FUNCTION_ARGS)
 	for (i = 0; i < ntokens; i++)
 	{
 		JsClaimToken *token;
+		Datum		fence[4];
 
 		CHECK_FOR_INTERRUPTS();
 
@@ -286,9 +293,10 @@ js_succeed_many(PG_FUNCTION_ARGS)
 					 errdetail("Element %d is null.", i + 1)));
 		token = DatumGetClaimToken(tokens[i]);
 		/* the MAC of every token is checked before anything is written */
-		items[i].queue = JsTokenCheckCallback(token);
+		items[i].queue = JsTokenFenceCallback(token, fence);
 		items[i].job_id = token->job_id;
 		items[i].generation = token->generation;
+		items[i].nonce = DatumGetInt32(fence[3]);
 		items[i].pos = i;
 	}
 	qsort(items, ntokens, sizeof(JsBatchItem), JsCompareBatchItem);
@@ -301,12 +309,13 @@ js_succeed_many(PG_FUNCTION_ARGS)
 
 		if (i > 0 && strcmp(it->queue, items[i - 1].queue) == 0 &&
 			it->job_id == items[i - 1].job_id &&
-			it->generation == items[i - 1].generation)
+			it->generation == items[i - 1].generation &&
+			it->nonce == items[i - 1].nonce)
 			succeeded[it->pos] = succeeded[items[i - 1].pos];	/* given twice */
 		else
 			succeeded[it->pos] =
 				JsSucceedOne(&c, CStringGetTextDatum(it->queue), Int64GetDatum(it->job_id),
-							 it->generation,
+							 it->generation, it->nonce,
 							 results != NULL ? results[it->pos] : (Datum) 0,
 							 results == NULL || result_nulls[it->pos]);
 		CHECK_FOR_INTERRUPTS();
@@ -338,7 +347,7 @@ js_fail(PG_FUNCTION_ARGS)
 	const char *queue;
 	Datum		class = PG_GETARG_DATUM(1);
 	char	   *class_name;
-	Datum		fence[3];
+	Datum		fence[4];
 	JsCompletion c;
 	const JsJobColumns *cols;
 	Datum	   *values;
@@ -365,7 +374,8 @@ js_fail(PG_FUNCTION_ARGS)
 	SPI_connect();
 	queue = JsTokenFenceCallback(token, fence);
 	JsCompletionBegin(&c, "fail()");
-	fenced = JsLockFenced(&c, fence[0], fence[1], token->generation, &status);
+	fenced = JsLockFenced(&c, fence[0], fence[1], token->generation,
+						  DatumGetInt32(fence[3]), &status);
 	cols = c.cols;
 	values = c.newslot->tts_values;
 	nulls = c.newslot->tts_isnull;

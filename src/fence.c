@@ -20,6 +20,11 @@
  *	  heartbeat, also a lease that still runs but has reached started_at +
  *	  max_lease (max_lease lowered since the claim), which cannot be
  *	  extended without an expiry in the past.
+ * A token whose claim this server never recorded (its generation is ahead
+ * of the job's, or is the job's with another claim nonce: the claim was
+ * lost in a failover to a standby that had not received it, or the token
+ * comes from another server) is told so (JS001), whatever the job's
+ * status: no call with it will ever be accepted here.
  * A job that is still the token's running claim means a BEFORE UPDATE
  * trigger skipped the change (09000).  Every JS001 has an errdetail with
  * the generations and an errhint; none of this is read on the success path.
@@ -42,16 +47,20 @@
 #include "rowwrite.h"
 #include "token.h"
 
-static JsPlan job_plan = {
-	"SELECT status::pg_catalog.text, generation,"
-	"  lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(),"
-	"  reason,"
-	"  (SELECT j.started_at OPERATOR(pg_catalog.+) q.max_lease"
-	"    FROM job_state.queue q WHERE q.name OPERATOR(pg_catalog.=) j.queue),"
-	"  pg_catalog.clock_timestamp()"
-	"  FROM job_state.job j"
-	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
-	2, {TEXTOID, INT8OID}
+/* [the schema has claim_nonce: JsFencePlan] */
+#define JS_SQL_REFUSED_JOB(nonce) \
+	"SELECT status::pg_catalog.text, generation," \
+	"  lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()," \
+	"  reason," \
+	"  (SELECT j.started_at OPERATOR(pg_catalog.+) q.max_lease" \
+	"    FROM job_state.queue q WHERE q.name OPERATOR(pg_catalog.=) j.queue)," \
+	"  pg_catalog.clock_timestamp(), " nonce \
+	"  FROM job_state.job j" \
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2"
+
+static JsPlan job_plans[2] = {
+	{JS_SQL_REFUSED_JOB("0"), 2, {TEXTOID, INT8OID}},
+	{JS_SQL_REFUSED_JOB("j.claim_nonce"), 2, {TEXTOID, INT8OID}},
 };
 
 /*
@@ -281,6 +290,27 @@ JsRefuseCurrentGeneration(const JsClaimToken *token, const char *action,
 					   generation, action)));
 }
 
+/*
+ * The token's claim is not one this server recorded: its generation is
+ * ahead of the job's, or is the job's with another claim nonce (JS001).
+ */
+pg_noreturn static void
+JsRefuseUnknownClaim(const JsClaimToken *token, const char *action,
+					 const char *status, int32 generation)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_JS_STALE_CLAIM),
+			 errmsg("the claim of job %lld that issued this token is unknown to this server",
+					(long long) token->job_id),
+			 token->generation == generation ?
+			 errdetail("Token generation %d is the job's current generation, but it was made by another claim (job is %s); the claim that issued this token was lost in a failover to a server that had not received it, or the token comes from another server.",
+					   token->generation, status) :
+			 errdetail("Token generation is %d; the job's generation here is %d (job is %s); the claim that issued this token was lost in a failover to a server that had not received it, or the token comes from another server.",
+					   token->generation, generation, status),
+			 errhint("Stop working on the job and write nothing; do not retry: this %s was not applied and no call with this token will be.  The job runs again under claims of this server.",
+					 action)));
+}
+
 void
 JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 {
@@ -289,20 +319,38 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 	int32		generation;
 	bool		expired;
 	char	   *reason;
+	bool		known;
+
+	/* first: verifying may run statements (the keys) */
+	int32		nonce = JsTokenNonce(token);
 
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = Int64GetDatum(token->job_id);
-	if (JsExecute(&job_plan, values, NULL, false, 1) == 0)
+	if (JsExecute(JsFencePlan(job_plans), values, NULL, false, 1) == 0)
+	{
+		if (JsTimelineLostJob(token->job_id) != 0)
+			JsRefuseMissingJob(token->job_id, NULL);
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
 				 errmsg("job %lld does not exist", (long long) token->job_id),
-				 errdetail("Queue \"%s\" has no job %lld; it may have been purged.",
-						   queue, (long long) token->job_id)));
+				 errdetail("Queue \"%s\" has no job %lld: it was purged, or its submit was lost in a failover to a server that had not received it.",
+						   queue, (long long) token->job_id),
+				 errhint("Stop working on the job and write nothing; do not retry: the job will not come back, and no call with this token will be accepted.")));
+	}
 
 	status = JsGetText(0, 1);
 	generation = JsGetInt32(0, 2, NULL);
 	expired = JsGetBool(0, 3);
 	reason = JsGetText(0, 4);
+
+	/*
+	 * The claim behind the token, if this server recorded it: the job's
+	 * generation is at least the token's, and if it is the token's, so is
+	 * the nonce.  Of an older generation only the newer ones are known.
+	 */
+	known = generation > token->generation ||
+		(generation == token->generation &&
+		 JsGetInt32(0, 7, NULL) == nonce);
 
 	/*
 	 * heartbeat also needs started_at + max_lease ahead of now: an expiry
@@ -311,7 +359,7 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 	 * moved), but it cannot be extended.
 	 */
 	if (strcmp(action, "heartbeat") == 0 && generation == token->generation &&
-		!expired && strcmp(status, "running") == 0)
+		known && !expired && strcmp(status, "running") == 0)
 	{
 		bool		cap_null;
 		bool		now_null;
@@ -335,11 +383,14 @@ JsRefuseToken(const char *queue, const JsClaimToken *token, const char *action)
 	 * The job, read again, is what the call acts on: its statement met the
 	 * row and a BEFORE UPDATE trigger skipped the change.  Not a stale token.
 	 */
-	if (generation == token->generation && !expired &&
+	if (generation == token->generation && known && !expired &&
 		(strcmp(status, "running") == 0 || strcmp(status, "waiting") == 0))
 		JsRefuseSkippedUpdate();
 
 	JsCountStaleRefusal(token->queue_id);
+
+	if (!known)
+		JsRefuseUnknownClaim(token, action, status, generation);
 
 	if (generation != token->generation)
 		JsRefuseNewerGeneration(queue, token, action, status, generation);

@@ -22,6 +22,11 @@
  *	  raw SQL takes its slots as claim does (limits.c);
  *	- re-running a failed, unknown or cancelled job bumps the generation, so
  *	  every older token dies at once;
+ *	- every new generation (a claim, a redrive, a reconcile, raw SQL) gets a
+ *	  new random claim_nonce, drawn here, which the tokens of that
+ *	  generation carry (token.c): a claim this server never saw cannot
+ *	  have it; the nonce changes with the generation only, and a job is
+ *	  inserted with nonce 0;
  *	- a job's resource and concurrency key change only while it is
  *	  accepted, and the slot numbers of a running job never change;
  *	- waiting (for a callback) is entered only from running, keeps the
@@ -66,6 +71,7 @@
 #include "tables.h"
 #include "rules.h"
 #include "slots.h"
+#include "token.h"
 
 /*
  * The hint of a job row inserted as it could not have been submitted: a
@@ -321,9 +327,9 @@ JsCheckWaiting(const JsJobColumns *cols, TupleTableSlot *oldslot,
  */
 typedef struct JsStamp
 {
-	int			cols[20];
-	Datum		vals[20];
-	bool		nulls[20];
+	int			cols[24];
+	Datum		vals[24];
+	bool		nulls[24];
 	int			n;
 } JsStamp;
 
@@ -619,6 +625,13 @@ JsCheckInsert(const JsJobColumns *cols, Relation rel, TupleTableSlot *slot,
 					 errhint(JS_INSERT_HINT)));
 	}
 
+	if (cols->claim_nonce != 0 && JsTupleInt32(slot, cols->claim_nonce, &isnull) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("job %lld must be inserted with claim_nonce 0", (long long) job_id),
+				 errdetail("A job that was never claimed has no claim nonce; each new generation draws one."),
+				 errhint(JS_INSERT_HINT)));
+
 	if (DatumGetBool(slot_getattr(slot, cols->cancel_requested, &isnull)))
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
@@ -846,6 +859,34 @@ JsStampStart(const JsJobColumns *cols, TupleTableSlot *newslot,
 }
 
 /*
+ * A new generation, however it came (a stamp of this trigger, or raw SQL
+ * raising the column), gets a new random claim nonce, whatever the
+ * statement wrote there: a token of a claim this server never saw cannot
+ * carry it.  Within a generation the nonce stays: its tokens must keep
+ * verifying.
+ */
+static void
+JsStampNonce(const JsJobColumns *cols, TupleTableSlot *oldslot,
+			 TupleTableSlot *newslot, int64 job_id, int32 old_gen, JsStamp *st)
+{
+	int			stamp = JsStampFind(st, cols->generation);
+	bool		isnull;
+	int32		new_gen = stamp >= 0 ? DatumGetInt32(st->vals[stamp]) :
+		JsTupleInt32(newslot, cols->generation, &isnull);
+
+	if (new_gen != old_gen)
+		JsStampSet(st, cols->claim_nonce, Int32GetDatum(JsNewClaimNonce()), false);
+	else if (!JsSameValue(oldslot, newslot, cols->claim_nonce))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_ILLEGAL_TRANSITION),
+				 errmsg("column \"claim_nonce\" of job %lld cannot change within a generation",
+						(long long) job_id),
+				 errdetail("The claim nonce is drawn by the job_state_fsm trigger with each new generation; the tokens of generation %d carry it.",
+						   old_gen),
+				 errhint("Leave claim_nonce out of the UPDATE.")));
+}
+
+/*
  * oldslot and newslot are the trigger's slots of the old row and of newtup,
  * the new one: every check reads them, and the stamps modify newtup.
  */
@@ -918,6 +959,8 @@ JsCheckUpdate(const JsJobColumns *cols, Relation rel, TupleTableSlot *oldslot,
 				JsStampSet(&st, cols->slot[kind], (Datum) 0, true);
 	}
 	JsCheckUpdatedColumns(cols, oldslot, newslot, job_id, to, &st);
+	if (cols->claim_nonce != 0)
+		JsStampNonce(cols, oldslot, newslot, job_id, old_gen, &st);
 
 	if (st.n == 0)
 		return newtup;
@@ -937,6 +980,10 @@ js_job_fsm_trigger(PG_FUNCTION_ARGS)
 	event = trigdata->tg_event;
 	if (!TRIGGER_FIRED_BEFORE(event) || !TRIGGER_FIRED_FOR_ROW(event))
 		elog(ERROR, "job_state_fsm: must be fired before row");
+
+	/* before any history id is drawn on a new timeline (timeline.c) */
+	if (!TRIGGER_FIRED_BY_DELETE(event))
+		JsTimelineCheck();
 
 	/* a deleted ready job is ready again if the delete rolls back */
 	if (TRIGGER_FIRED_BY_DELETE(event) && JsFrontierEnabled())

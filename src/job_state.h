@@ -74,6 +74,11 @@ extern bool js_track_events;	/* job_trigger.c */
 extern int	js_notify;			/* notify.c: a JsNotifyMode */
 extern int	js_notify_interval;	/* notify.c */
 extern bool js_restore;			/* fsm.c */
+
+/* timeline.c */
+extern void JsTimelineCheck(void);
+extern uint32 JsTimelineLostJob(int64 job_id);
+pg_noreturn extern void JsRefuseMissingJob(int64 job_id, const char *hint);
 extern bool js_drop_live_jobs;	/* drop_guard.c */
 extern int	js_sweep_interval;	/* sweeper.c */
 extern char *js_database;		/* bgworker.c */

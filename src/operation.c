@@ -41,65 +41,70 @@ PG_FUNCTION_INFO_V1(js_finish_operation);
 PG_FUNCTION_INFO_V1(js_abandon_operation);
 PG_FUNCTION_INFO_V1(js_operation_trigger);
 
-static JsPlan fence_plan = {
-	"SELECT 1 FROM job_state.job"
-	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3"
-	"  AND status OPERATOR(pg_catalog.<>) ALL ('{accepted,succeeded,failed,cancelled}'::job_state.status[])"
-	" FOR SHARE",
-	3, {TEXTOID, INT8OID, INT4OID}
+#define JS_SQL_OPERATION_FENCE(nonce) \
+	"SELECT 1 FROM job_state.job" \
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3" \
+	nonce("") \
+	"  AND status OPERATOR(pg_catalog.<>) ALL ('{accepted,succeeded,failed,cancelled}'::job_state.status[])" \
+	" FOR SHARE"
+
+/* the fence (token.h): $1 queue, $2 job, $3 generation, $4 nonce; $5 op_id */
+static JsPlan fence_plans[2] = {
+	{JS_SQL_OPERATION_FENCE(JS_FENCE_NONE), 5, {JS_FENCE_ARGTYPES, TEXTOID}},
+	{JS_SQL_OPERATION_FENCE(JS_FENCE_NONCE), 5, {JS_FENCE_ARGTYPES, TEXTOID}},
 };
 
 static JsPlan begin_plan = {
 	"INSERT INTO job_state.operation (queue, job_id, op_id, generation)"
-	" VALUES ($1, $2, $4, $3)"
+	" VALUES ($1, $2, $5, $3)"
 	" ON CONFLICT (queue, job_id, op_id) DO NOTHING",
-	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
+	5, {JS_FENCE_ARGTYPES, TEXTOID}
 };
 
 /* an operation met again */
 static JsPlan again_plan = {
 	"SELECT state, result FROM job_state.operation"
-	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4",
-	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $5",
+	5, {JS_FENCE_ARGTYPES, TEXTOID}
 };
 
 static JsPlan finish_plan = {
-	"UPDATE job_state.operation SET state = 'done', result = $5,"
+	"UPDATE job_state.operation SET state = 'done', result = $6,"
 	"  generation = $3, finished_at = pg_catalog.clock_timestamp()"
-	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4 AND state OPERATOR(pg_catalog.=) 'started'",
-	5, {TEXTOID, INT8OID, INT4OID, TEXTOID, JSONBOID}
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $5 AND state OPERATOR(pg_catalog.=) 'started'",
+	6, {JS_FENCE_ARGTYPES, TEXTOID, JSONBOID}
 };
 
 /* abandon: $3 the generation that began it */
 static JsPlan abandon_plan = {
 	"UPDATE job_state.operation SET state = 'abandoned', finished_at = pg_catalog.clock_timestamp()"
-	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4"
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $5"
 	"  AND state OPERATOR(pg_catalog.=) 'started' AND generation OPERATOR(pg_catalog.=) $3",
-	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
+	5, {JS_FENCE_ARGTYPES, TEXTOID}
 };
 
 /* an abandoned operation begun again: new, for this generation */
 static JsPlan restart_plan = {
 	"UPDATE job_state.operation SET state = 'started', generation = $3,"
 	"  started_at = pg_catalog.clock_timestamp(), finished_at = NULL"
-	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4"
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $5"
 	"  AND state OPERATOR(pg_catalog.=) 'abandoned'",
-	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
+	5, {JS_FENCE_ARGTYPES, TEXTOID}
 };
 
 static JsPlan op_begun_plan = {
 	"SELECT state, generation FROM job_state.operation"
-	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4",
-	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $5",
+	5, {JS_FENCE_ARGTYPES, TEXTOID}
 };
 
 static JsPlan op_state_plan = {
 	"SELECT state FROM job_state.operation"
-	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $4",
-	4, {TEXTOID, INT8OID, INT4OID, TEXTOID}
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND job_id OPERATOR(pg_catalog.=) $2 AND op_id OPERATOR(pg_catalog.=) $5",
+	5, {JS_FENCE_ARGTYPES, TEXTOID}
 };
 
-/* check the token, fence it and hold the job row; fills values[0..3] */
+/* check the token, fence it and hold the job row; fills values[0..4] */
 static void
 JsOperationStart(FunctionCallInfo fcinfo, const char *action, Datum *values)
 {
@@ -112,8 +117,8 @@ JsOperationStart(FunctionCallInfo fcinfo, const char *action, Datum *values)
 	JsCheckKey("op_id", text_to_cstring(PG_GETARG_TEXT_PP(1)));
 
 	queue = JsTokenFence(token, values);
-	values[3] = PG_GETARG_DATUM(1);
-	if (JsExecute(&fence_plan, values, NULL, false, 0) != 1)
+	values[4] = PG_GETARG_DATUM(1);
+	if (JsExecute(JsFencePlan(fence_plans), values, NULL, false, 0) != 1)
 		JsRefuseToken(queue, token, action);
 }
 
@@ -121,7 +126,7 @@ Datum
 js_begin_operation(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		values[4];
+	Datum		values[5];
 	Datum		out[2];
 	bool		outnulls[2] = {false, true};
 
@@ -161,13 +166,13 @@ js_begin_operation(PG_FUNCTION_ARGS)
 Datum
 js_finish_operation(PG_FUNCTION_ARGS)
 {
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
 	SPI_connect();
 	JsOperationStart(fcinfo, "finish_operation", values);
-	values[4] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-	nulls[4] = PG_ARGISNULL(2) ? 'n' : ' ';
+	values[5] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[5] = PG_ARGISNULL(2) ? 'n' : ' ';
 	if (JsExecute(&finish_plan, values, nulls, false, 0) != 1)
 	{
 		char	   *op_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
@@ -197,7 +202,7 @@ js_finish_operation(PG_FUNCTION_ARGS)
 Datum
 js_abandon_operation(PG_FUNCTION_ARGS)
 {
-	Datum		values[4];
+	Datum		values[5];
 	char	   *op_id;
 	char	   *state;
 	int32		began;

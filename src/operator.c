@@ -69,14 +69,16 @@ static JsPlan job_lock_plan = {
 	1, {INT8OID}
 };
 
-/* JS008: the answer for a job that does not exist, or that the caller may not see */
+/*
+ * JS008: the answer for a job that does not exist, or that the caller may
+ * not see (the detail of an id a failover lost is given only for ids no
+ * job of this server can hold, so it reveals nothing either)
+ */
 pg_noreturn static void
 JsNoSuchJob(int64 job_id)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_JS_NO_SUCH_OBJECT),
-			 errmsg("job %lld does not exist", (long long) job_id),
-			 errhint("A purged job is gone; the jobs of the queues you may read are in job_state.queue_jobs.")));
+	JsRefuseMissingJob(job_id,
+					   "A purged job is gone; the jobs of the queues you may read are in job_state.queue_jobs.");
 }
 
 /*

@@ -28,6 +28,7 @@
 
 #include "job_state.h"
 #include "acl.h"
+#include "tables.h"
 
 PG_FUNCTION_INFO_V1(js_create_queue);
 PG_FUNCTION_INFO_V1(js_alter_queue);
@@ -51,7 +52,8 @@ enum
 	ARG_ON_LEASE_EXPIRY,
 	ARG_CONCURRENCY_LIMIT,
 	ARG_PER_KEY_LIMIT,
-	ARG_RETENTION				/* 0.2.0; not passed on the 0.1.0 schema */
+	ARG_RETENTION,				/* 0.2.0; not passed on the 0.1.0 schema */
+	ARG_MIN_SYNC				/* 0.2.0: min_synchronous_commit */
 };
 
 static const char *const js_queue_args[JS_QUEUE_NARGS] = {
@@ -105,6 +107,12 @@ static JsPlan alter_plan = {
 static JsPlan retention_plan = {
 	"UPDATE job_state.queue SET retention = $2 WHERE name OPERATOR(pg_catalog.=) $1",
 	2, {TEXTOID, INTERVALOID}
+};
+
+/* min_synchronous_commit: a statement of its own for the same reason */
+static JsPlan min_sync_plan = {
+	"UPDATE job_state.queue SET min_synchronous_commit = $2 WHERE name OPERATOR(pg_catalog.=) $1",
+	2, {TEXTOID, TEXTOID}
 };
 
 static JsPlan pause_plan = {
@@ -199,6 +207,8 @@ JsCheckQueueOptions(FunctionCallInfo fcinfo, bool creating)
 		JsBadOption("per_key_limit", "must be at least 1");
 	if (PG_NARGS() > ARG_RETENTION && !PG_ARGISNULL(ARG_RETENTION))
 		JsCheckRetention(PG_GETARG_INTERVAL_P(ARG_RETENTION));
+	if (PG_NARGS() > ARG_MIN_SYNC && !PG_ARGISNULL(ARG_MIN_SYNC))
+		JsCheckSyncCommitFloor(text_to_cstring(PG_GETARG_TEXT_PP(ARG_MIN_SYNC)));
 }
 
 /*
@@ -249,6 +259,25 @@ JsWriteRetention(FunctionCallInfo fcinfo)
 	JsExecute(&retention_plan, values, nulls, false, 0);
 }
 
+/*
+ * Write the durability floor if it was given; off clears it (no floor is
+ * below off).  Needs SPI.
+ */
+static void
+JsWriteMinSync(FunctionCallInfo fcinfo)
+{
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+
+	if (PG_NARGS() <= ARG_MIN_SYNC || PG_ARGISNULL(ARG_MIN_SYNC))
+		return;
+	values[0] = PG_GETARG_DATUM(ARG_NAME);
+	values[1] = PG_GETARG_DATUM(ARG_MIN_SYNC);
+	if (strcmp(text_to_cstring(PG_GETARG_TEXT_PP(ARG_MIN_SYNC)), "off") == 0)
+		nulls[1] = 'n';
+	JsExecute(&min_sync_plan, values, nulls, false, 0);
+}
+
 static void
 JsQueueArgs(FunctionCallInfo fcinfo, Datum *values, char *nulls)
 {
@@ -290,6 +319,7 @@ js_create_queue(PG_FUNCTION_ARGS)
 	/* the queue trigger creates the slots of its limits */
 	JsCreateStaleCounter(JsGetInt32(0, 1, NULL));
 	JsWriteRetention(fcinfo);
+	JsWriteMinSync(fcinfo);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -307,6 +337,7 @@ js_alter_queue(PG_FUNCTION_ARGS)
 	if (JsExecute(&alter_plan, values, nulls, false, 0) == 0)
 		JsNoSuchQueue(fcinfo);
 	JsWriteRetention(fcinfo);
+	JsWriteMinSync(fcinfo);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

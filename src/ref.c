@@ -37,19 +37,24 @@
 PG_FUNCTION_INFO_V1(js_add_ref);
 PG_FUNCTION_INFO_V1(js_find_job);
 
-static JsPlan ref_fence_plan = {
-	"SELECT 1 FROM job_state.job"
-	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3"
-	"  AND status OPERATOR(pg_catalog.<>) ALL ('{accepted,succeeded,failed,cancelled}'::job_state.status[])"
-	" FOR SHARE",
-	3, {TEXTOID, INT8OID, INT4OID}
+/* the fence (token.h): $1 queue, $2 job, $3 generation, $4 nonce */
+#define JS_SQL_REF_FENCE(nonce) \
+	"SELECT 1 FROM job_state.job" \
+	" WHERE queue OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 AND generation OPERATOR(pg_catalog.=) $3" \
+	nonce("") \
+	"  AND status OPERATOR(pg_catalog.<>) ALL ('{accepted,succeeded,failed,cancelled}'::job_state.status[])" \
+	" FOR SHARE"
+
+static JsPlan ref_fence_plans[2] = {
+	{JS_SQL_REF_FENCE(JS_FENCE_NONE), 4, {JS_FENCE_ARGTYPES}},
+	{JS_SQL_REF_FENCE(JS_FENCE_NONCE), 4, {JS_FENCE_ARGTYPES}},
 };
 
 static JsPlan add_ref_plan = {
 	"INSERT INTO job_state.job_ref (queue, job_id, kind, ref, generation)"
-	" VALUES ($1, $2, $4, $5, $3)"
+	" VALUES ($1, $2, $5, $6, $3)"
 	" ON CONFLICT (queue, job_id, kind, ref) DO NOTHING",
-	5, {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID}
+	6, {JS_FENCE_ARGTYPES, TEXTOID, TEXTOID}
 };
 
 static JsPlan find_job_plan = {
@@ -75,7 +80,7 @@ js_add_ref(PG_FUNCTION_ARGS)
 {
 	JsClaimToken *token;
 	const char *queue;
-	Datum		values[5];
+	Datum		values[6];
 	bool		added;
 
 	JsRefuseNull(fcinfo, 0, "token");
@@ -84,10 +89,10 @@ js_add_ref(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	queue = JsTokenFence(token, values);
-	if (JsExecute(&ref_fence_plan, values, NULL, false, 0) != 1)
+	if (JsExecute(JsFencePlan(ref_fence_plans), values, NULL, false, 0) != 1)
 		JsRefuseToken(queue, token, "add_ref");
-	values[3] = PG_GETARG_DATUM(1);
-	values[4] = PG_GETARG_DATUM(2);
+	values[4] = PG_GETARG_DATUM(1);
+	values[5] = PG_GETARG_DATUM(2);
 	added = JsExecute(&add_ref_plan, values, NULL, false, 0) == 1;
 	SPI_finish();
 	PG_RETURN_BOOL(added);

@@ -178,6 +178,8 @@ JsSubmitBegin(JsSubmitter *s, Datum queue, bool any_key)
 				 errmsg("queue \"%s\" does not exist", s->queue_name),
 				 errhint("Create it with job_state.create_queue().")));
 	JsRequireQueuePrivilege(s->queue_name, s->q.acl, JS_QUEUE_SUBMIT);
+	/* the queue's durability floor (durability.c) */
+	JsRaiseSynchronousCommit(s->q.min_sync);
 
 	/* the caller, not the definer (follows SET ROLE), or a tick's owner */
 	s->submitter = ObjectIdGetDatum(JsCallingRole());
@@ -349,6 +351,7 @@ js_submit(PG_FUNCTION_ARGS)
 	JsRefuseNull(fcinfo, ARG_QUEUE, "queue");
 	JsRefuseNull(fcinfo, ARG_INPUT, "input");
 	PreventCommandIfReadOnly("submit()");
+	JsTimelineCheck();			/* before the job's id is drawn */
 	for (i = 0; i < JS_SUBMIT_NARGS; i++)
 	{
 		job.nulls[i] = PG_ARGISNULL(i);
@@ -476,6 +479,7 @@ js_submit_many(PG_FUNCTION_ARGS)
 	JsRefuseNull(fcinfo, ARG_QUEUE, "queue");
 	JsRefuseNull(fcinfo, ARG_INPUT, "inputs");
 	PreventCommandIfReadOnly("submit_many()");
+	JsTimelineCheck();			/* before the jobs' ids are drawn */
 	n = JsManyArray(fcinfo, ARG_INPUT, -1, &elems[ARG_INPUT], &elem_nulls[ARG_INPUT]);
 	for (arg = ARG_KEY; arg < JS_SUBMIT_NARGS; arg++)
 		(void) JsManyArray(fcinfo, arg, n, &elems[arg], &elem_nulls[arg]);

@@ -46,6 +46,7 @@
 
 #include "job_state.h"
 #include "tables.h"
+#include "token.h"
 #include "lease_floor.h"
 #include "frontier.h"
 #include "rowwrite.h"
@@ -70,6 +71,16 @@ bool
 JsSchemaHasWaiting(void)
 {
 	return get_attnum(JsOwnRelid("job"), "callback_timeout_at") != InvalidAttrNumber;
+}
+
+/*
+ * Whether the job table has claim_nonce (0.2.0 added it): the fences of
+ * 0.1.0's tables compare the generation only (token.h).
+ */
+bool
+JsSchemaHasNonce(void)
+{
+	return get_attnum(JsOwnRelid("job"), "claim_nonce") != InvalidAttrNumber;
 }
 
 /* the owner of one of our relations (the owner of the extension's tables) */
@@ -152,6 +163,36 @@ JsQueueCacheReset(void)
 		MemoryContextReset(js_queue_cache_cxt);
 }
 
+typedef struct JsQueueColumns
+{
+	Oid			relid;
+	int			id;
+	int			lease;
+	int			max_lease;
+	int			max_attempts;
+	int			paused;
+	int			concurrency_limit;
+	int			per_key_limit;
+	int			uses_resources;
+	int			retry_interval;
+	int			backoff_rate;
+	int			max_retries;
+	int			max_delay;
+	int			jitter;
+	int			acl;
+	int			channel;		/* 0: a schema without it */
+	int			min_synchronous_commit;	/* 0: a schema without it */
+} JsQueueColumns;
+
+static JsQueueColumns js_queue_cols;	/* JsQueueColumnsFor */
+
+/*
+ * The job table's column map (JsJobColumnsFor), looked up again after any
+ * invalidation of the table: ALTER EXTENSION UPDATE adds columns under
+ * backends that stay connected.
+ */
+static JsJobColumns js_cols;
+
 /* relation relid (InvalidOid: every relation) changed: forget what it was */
 static void
 JsTablesRelcacheCallback(Datum arg, Oid relid)
@@ -160,6 +201,10 @@ JsTablesRelcacheCallback(Datum arg, Oid relid)
 
 	if (relid == InvalidOid || relid == js_queue_cache_relid)
 		JsQueueCacheReset();
+	if (relid == InvalidOid || relid == js_cols.relid)
+		js_cols.relid = InvalidOid;
+	if (relid == InvalidOid || relid == js_queue_cols.relid)
+		js_queue_cols.relid = InvalidOid;
 	for (i = 0; i < js_n_own_rels; i++)
 	{
 		if (relid == InvalidOid || js_own_rels[i].relid == relid)
@@ -311,7 +356,6 @@ static const JsColumnName js_job_column_names[] = {
 	JS_JOB_COLUMN(run_after, "run_after"),
 };
 
-static JsJobColumns js_cols;
 
 const JsJobColumns *
 JsJobColumnsFor(Relation rel)
@@ -322,6 +366,7 @@ JsJobColumnsFor(Relation rel)
 
 	if (js_cols.relid == RelationGetRelid(rel))
 		return &js_cols;
+	JsTablesCallbacks();
 
 	JsFillColumns(rel, js_job_column_names, lengthof(js_job_column_names), &js_cols);
 	js_cols.submitted_by_oid =
@@ -352,6 +397,7 @@ JsJobColumnsFor(Relation rel)
 	js_cols.progress = Max(SPI_fnumber(tupdesc, "progress"), 0);
 	js_cols.progress_generation = Max(SPI_fnumber(tupdesc, "progress_generation"), 0);
 	js_cols.progress_at = Max(SPI_fnumber(tupdesc, "progress_at"), 0);
+	js_cols.claim_nonce = Max(SPI_fnumber(tupdesc, "claim_nonce"), 0);
 	js_cols.relid = RelationGetRelid(rel);
 	return &js_cols;
 }
@@ -500,25 +546,6 @@ JsSameValue(TupleTableSlot *a, TupleTableSlot *b, int attnum)
 }
 
 /* attribute numbers of job_state.queue, looked up once per relation */
-typedef struct JsQueueColumns
-{
-	Oid			relid;
-	int			id;
-	int			lease;
-	int			max_lease;
-	int			max_attempts;
-	int			paused;
-	int			concurrency_limit;
-	int			per_key_limit;
-	int			uses_resources;
-	int			retry_interval;
-	int			backoff_rate;
-	int			max_retries;
-	int			max_delay;
-	int			jitter;
-	int			acl;
-	int			channel;
-} JsQueueColumns;
 
 #define JS_QUEUE_COLUMN(field) {#field, offsetof(JsQueueColumns, field)}
 
@@ -538,8 +565,6 @@ static const JsColumnName js_queue_column_names[] = {
 	JS_QUEUE_COLUMN(jitter),
 };
 
-static JsQueueColumns js_queue_cols;
-
 static const JsQueueColumns *
 JsQueueColumnsFor(Relation rel)
 {
@@ -551,6 +576,8 @@ JsQueueColumnsFor(Relation rel)
 	js_queue_cols.acl = Max(SPI_fnumber(RelationGetDescr(rel), "acl"), 0);
 	/* 0.2.0 added it too; under 0.1.0's table wake-ups name the queue */
 	js_queue_cols.channel = Max(SPI_fnumber(RelationGetDescr(rel), "channel"), 0);
+	js_queue_cols.min_synchronous_commit =
+		Max(SPI_fnumber(RelationGetDescr(rel), "min_synchronous_commit"), 0);
 	js_queue_cols.relid = RelationGetRelid(rel);
 	return &js_queue_cols;
 }
@@ -620,6 +647,14 @@ JsReadQueue(Relation queuerel, Relation pkey, Datum queue, JsQueueOptions *q)
 			if (!isnull)
 				text_to_cstring_buffer(DatumGetTextPP(channel), q->channel,
 									   sizeof(q->channel));
+		}
+		q->min_sync = -1;
+		if (qc->min_synchronous_commit > 0)
+		{
+			Datum		floor = slot_getattr(slot, qc->min_synchronous_commit, &isnull);
+
+			if (!isnull)
+				q->min_sync = JsSyncCommitLevel(TextDatumGetCString(floor));
 		}
 		q->acl = NULL;
 		if (qc->acl > 0)

@@ -80,6 +80,8 @@ typedef struct JsJobColumns
 	int			progress;
 	int			progress_generation;
 	int			progress_at;
+	/* the nonce of the job's current generation (token.c); 0 in a 0.1.0 schema */
+	int			claim_nonce;
 } JsJobColumns;
 
 extern const JsJobColumns *JsJobColumnsFor(Relation rel);
@@ -142,7 +144,13 @@ typedef struct JsQueueOptions
 	Acl		   *acl;			/* the queue's privileges; NULL: open (acl.c) */
 	/* the secret of its notification channels (notify.c); "" on 0.1.0 */
 	char		channel[JS_CHANNEL_KEY_LEN + 1];
+	int			min_sync;		/* min_synchronous_commit's level; -1: none */
 } JsQueueOptions;
+
+/* durability.c */
+extern int	JsSyncCommitLevel(const char *name);
+extern void JsCheckSyncCommitFloor(const char *name);
+extern void JsRaiseSynchronousCommit(int level);
 
 extern bool JsReadQueueCached(Datum queue, Interval *asked, JsQueueOptions *q);
 extern bool JsReadQueueLatest(Datum queue, JsQueueOptions *q);

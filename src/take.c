@@ -275,6 +275,9 @@ JsTakeOne(JsTake *t, const JsTakeArgs *args, JsTakeStep *step,
 
 	out->job_id = DatumGetInt64(slot_getattr(newslot, cols->id, &isnull));
 	out->generation = DatumGetInt32(slot_getattr(newslot, cols->generation, &isnull));
+	/* and draws the new generation's nonce (0 on a 0.1.0 schema) */
+	out->nonce = cols->claim_nonce == 0 ? 0 :
+		DatumGetInt32(slot_getattr(newslot, cols->claim_nonce, &isnull));
 	out->attempts = DatumGetInt32(slot_getattr(newslot, cols->attempts, &isnull));
 	out->started = why == NULL;
 	out->input = datumCopy(slot_getattr(newslot, cols->input, &isnull), false, -1);
@@ -601,7 +604,7 @@ JsReturnClaimed(ReturnSetInfo *rsinfo, const JsTaken *taken, int32 queue_id)
 	bool		outnulls[5] = {false, false, false, false, false};
 
 	out[0] = ClaimTokenGetDatum(JsTokenMint(taken->job_id, taken->generation,
-											queue_id));
+											queue_id, taken->nonce));
 	out[1] = Int64GetDatum(taken->job_id);
 	out[2] = Int32GetDatum(taken->attempts);
 	out[3] = taken->input;

@@ -57,6 +57,7 @@ typedef struct JsTaken
 {
 	int64		job_id;
 	int32		generation;
+	int32		nonce;			/* claim_nonce of the generation */
 	int32		attempts;
 	bool		started;		/* false: failed as used up */
 	Datum		input;

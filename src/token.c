@@ -4,12 +4,23 @@
  *	  The job_state.claim_token type: text and binary I/O, accessors, and
  *	  the MAC that makes a token unforgeable.
  *
- * A token is 32 bytes: job id, generation, queue number and the first 16
- * bytes of HMAC-SHA-256(secret, "job_state/1" || id || generation || queue),
- * all integers big-endian.  Its text form is the unpadded base64url of the
- * big-endian layout (43 characters).  Parsing checks only the form; the MAC
- * is checked when a token is used (JsTokenCheck), before anything else, so
- * a forged token learns nothing about the job.
+ * A token is 32 bytes: job id, generation, queue number, the claim's
+ * nonce and the first 12 bytes of
+ * HMAC-SHA-256(secret, "job_state/2" || id || generation || queue || nonce),
+ * all integers big-endian.  The nonce is the job row's claim_nonce, a
+ * random value every new generation draws (fsm.c): a claim that a server
+ * never saw (lost in a failover, or made on another server) has a nonce
+ * that server's row does not hold, so its token is refused there even
+ * where the generation is the same.  The fence of every statement that
+ * acts on a claim compares generation and nonce (JS_FENCE_NONCE).
+ * Tokens minted by the 0.1.0 library hold a 16-byte MAC of
+ * "job_state/1" || id || generation || queue in place of nonce and MAC:
+ * they verify as nonce 0, the claim_nonce of every row claimed before
+ * the update, so they work until their job's next generation.  Its text
+ * form is the unpadded base64url of the big-endian layout (43
+ * characters).  Parsing checks only the form; the MAC is checked when a
+ * token is used (JsTokenCheck), before anything else, so a forged token
+ * learns nothing about the job.
  *
  * The keys live in job_state.secret, readable only by the extension owner
  * (our SECURITY DEFINER functions).  The newest key signs new tokens; a
@@ -48,7 +59,8 @@
 
 #define JS_TOKEN_TEXT_LEN	43	/* base64url of 32 bytes, no padding */
 #define JS_SECRET_LEN		32
-#define JS_MAC_DOMAIN		"job_state/1"
+#define JS_MAC_DOMAIN		"job_state/2"
+#define JS_MAC_DOMAIN_0_1	"job_state/1"	/* tokens of the 0.1.0 library */
 #define JS_MAX_SECRETS		8	/* keys a token may verify under */
 
 PG_FUNCTION_INFO_V1(js_claim_token_in);
@@ -69,6 +81,7 @@ typedef struct JsQueueNameEntry
 	int32		queue_id;		/* hash key */
 	char	   *name;
 	Acl		   *acl;			/* NULL: open (acl.c) */
+	int			min_sync;		/* min_synchronous_commit's level; -1: none */
 } JsQueueNameEntry;
 
 static MemoryContext JsCacheContext = NULL;
@@ -99,8 +112,9 @@ typedef struct JsMacMemo
 	int64		job_id;
 	int32		generation;
 	int32		queue_id;
+	int32		nonce;			/* what the token stands for */
 	bool		valid;
-	uint8		mac[JS_TOKEN_MAC_LEN];
+	uint8		tail[JS_TOKEN_TAIL_LEN];
 } JsMacMemo;
 
 static JsMacMemo js_mac_memo[JS_MAC_MEMO_SIZE];
@@ -127,15 +141,16 @@ static JsPlan retire_secrets_plan = {
 };
 
 static JsPlan queue_name_plan = {
-	"SELECT name, acl, 'job_state.queue'::pg_catalog.regclass::pg_catalog.oid"
+	"SELECT name, acl, 'job_state.queue'::pg_catalog.regclass::pg_catalog.oid,"
+	"  min_synchronous_commit"
 	"  FROM job_state.queue WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {INT4OID}
 };
 
-/* before ALTER EXTENSION UPDATE to 0.2.0: no acl, every queue open */
+/* before ALTER EXTENSION UPDATE to 0.2.0: no acl, every queue open, no floor */
 static JsPlan queue_name_plan_0_1 = {
 	"SELECT name, NULL::pg_catalog.aclitem[],"
-	"  'job_state.queue'::pg_catalog.regclass::pg_catalog.oid"
+	"  'job_state.queue'::pg_catalog.regclass::pg_catalog.oid, NULL::pg_catalog.text"
 	"  FROM job_state.queue WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {INT4OID}
 };
@@ -222,23 +237,32 @@ JsSecret(int keyno, int *len)
 	return copy;
 }
 
+/*
+ * The MAC of a token's fields under key keyno: 12 bytes over the nonce as
+ * well (legacy false), or the 0.1.0 library's 16 bytes without it.
+ */
 static void
 JsComputeMac(int keyno, int64 job_id, int32 generation, int32 queue_id,
-			 uint8 mac[JS_TOKEN_MAC_LEN])
+			 uint32 nonce, bool legacy, uint8 *mac)
 {
-	uint8		msg[sizeof(JS_MAC_DOMAIN) - 1 + 16];
+	uint8		msg[sizeof(JS_MAC_DOMAIN) - 1 + 20];
 	uint8		digest[PG_SHA256_DIGEST_LENGTH];
 	uint64		id_be = pg_hton64((uint64) job_id);
 	uint32		gen_be = pg_hton32((uint32) generation);
 	uint32		queue_be = pg_hton32((uint32) queue_id);
+	uint32		nonce_be = pg_hton32(nonce);
+	size_t		off = sizeof(JS_MAC_DOMAIN) - 1;
 	uint8	   *key;
 	int			keylen;
 	pg_hmac_ctx *ctx;
 
-	memcpy(msg, JS_MAC_DOMAIN, sizeof(JS_MAC_DOMAIN) - 1);
-	memcpy(msg + sizeof(JS_MAC_DOMAIN) - 1, &id_be, 8);
-	memcpy(msg + sizeof(JS_MAC_DOMAIN) - 1 + 8, &gen_be, 4);
-	memcpy(msg + sizeof(JS_MAC_DOMAIN) - 1 + 12, &queue_be, 4);
+	StaticAssertStmt(sizeof(JS_MAC_DOMAIN) == sizeof(JS_MAC_DOMAIN_0_1),
+					 "the MAC domains have one length");
+	memcpy(msg, legacy ? JS_MAC_DOMAIN_0_1 : JS_MAC_DOMAIN, off);
+	memcpy(msg + off, &id_be, 8);
+	memcpy(msg + off + 8, &gen_be, 4);
+	memcpy(msg + off + 12, &queue_be, 4);
+	memcpy(msg + off + 16, &nonce_be, 4);
 
 	key = JsSecret(keyno, &keylen);
 	ctx = pg_hmac_create(PG_SHA256);
@@ -247,16 +271,38 @@ JsComputeMac(int keyno, int64 job_id, int32 generation, int32 queue_id,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory")));
 	if (pg_hmac_init(ctx, key, keylen) < 0 ||
-		pg_hmac_update(ctx, msg, sizeof(msg)) < 0 ||
+		pg_hmac_update(ctx, msg, legacy ? off + 16 : off + 20) < 0 ||
 		pg_hmac_final(ctx, digest, sizeof(digest)) < 0)
 	{
 		pg_hmac_free(ctx);
 		elog(ERROR, "job_state: could not compute the token MAC");
 	}
 	pg_hmac_free(ctx);
-	memcpy(mac, digest, JS_TOKEN_MAC_LEN);
+	memcpy(mac, digest, legacy ? JS_TOKEN_TAIL_LEN : JS_TOKEN_MAC_LEN);
 	explicit_bzero(key, keylen);
 	pfree(key);
+}
+
+/* the nonce a token carries (not yet verified) */
+static inline uint32
+JsTokenTailNonce(const JsClaimToken *token)
+{
+	uint32		nonce_be;
+
+	memcpy(&nonce_be, token->tail, JS_TOKEN_NONCE_LEN);
+	return pg_ntoh32(nonce_be);
+}
+
+/* in constant time */
+static inline bool
+JsSameBytes(const uint8 *a, const uint8 *b, int len)
+{
+	uint8		diff = 0;
+	int			i;
+
+	for (i = 0; i < len; i++)
+		diff |= a[i] ^ b[i];
+	return diff == 0;
 }
 
 static inline JsMacMemo *
@@ -265,47 +311,70 @@ JsMacMemoSlot(const JsClaimToken *token)
 	return &js_mac_memo[(uint64) token->job_id & (JS_MAC_MEMO_SIZE - 1)];
 }
 
-/* keep the MAC of a token signed with the newest key */
+/* keep the MAC of a token signed with the newest key, and its nonce */
 static void
-JsMacMemoRemember(const JsClaimToken *token)
+JsMacMemoRemember(const JsClaimToken *token, int32 nonce)
 {
 	JsMacMemo  *m = JsMacMemoSlot(token);
 
 	m->job_id = token->job_id;
 	m->generation = token->generation;
 	m->queue_id = token->queue_id;
-	memcpy(m->mac, token->mac, JS_TOKEN_MAC_LEN);
+	m->nonce = nonce;
+	memcpy(m->tail, token->tail, JS_TOKEN_TAIL_LEN);
 	m->valid = true;
 }
 
 /* is the token, MAC and all, one kept: signed with the newest key? */
 static bool
-JsMacMemoHolds(const JsClaimToken *token)
+JsMacMemoHolds(const JsClaimToken *token, int32 *nonce)
 {
 	const JsMacMemo *m = JsMacMemoSlot(token);
-	uint8		diff = 0;
-	int			i;
 
 	if (!m->valid || m->job_id != token->job_id ||
 		m->generation != token->generation || m->queue_id != token->queue_id)
 		return false;
 	/* in constant time, as the full check */
-	for (i = 0; i < JS_TOKEN_MAC_LEN; i++)
-		diff |= m->mac[i] ^ token->mac[i];
-	return diff == 0;
+	if (!JsSameBytes(m->tail, token->tail, JS_TOKEN_TAIL_LEN))
+		return false;
+	*nonce = m->nonce;
+	return true;
+}
+
+/*
+ * A claim's nonce: random, never 0 (the nonce of rows and tokens from
+ * before 0.2.0).  pg_strong_random, so that no worker can predict the
+ * nonce of a claim it did not make.
+ */
+int32
+JsNewClaimNonce(void)
+{
+	int32		nonce = 0;
+
+	while (nonce == 0)
+	{
+		if (!pg_strong_random(&nonce, sizeof(nonce)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not generate a random claim nonce")));
+	}
+	return nonce;
 }
 
 JsClaimToken *
-JsTokenMint(int64 job_id, int32 generation, int32 queue_id)
+JsTokenMint(int64 job_id, int32 generation, int32 queue_id, int32 nonce)
 {
 	JsClaimToken *token = palloc(sizeof(JsClaimToken));
+	uint32		nonce_be = pg_hton32((uint32) nonce);
 
 	token->job_id = job_id;
 	token->generation = generation;
 	token->queue_id = queue_id;
+	memcpy(token->tail, &nonce_be, JS_TOKEN_NONCE_LEN);
 	(void) JsLoadSecrets();
-	JsComputeMac(0, job_id, generation, queue_id, token->mac);
-	JsMacMemoRemember(token);
+	JsComputeMac(0, job_id, generation, queue_id, (uint32) nonce, false,
+				 token->tail + JS_TOKEN_NONCE_LEN);
+	JsMacMemoRemember(token, nonce);
 	return token;
 }
 
@@ -320,6 +389,67 @@ JsTokenQueueMissing(int32 queue_id)
 }
 
 /*
+ * Does the token's MAC verify under one of the keys?  Then *nonce is the
+ * claim nonce it stands for: the one it carries, or 0 for a token of the
+ * 0.1.0 library (a 16-byte MAC without nonce).  Needs SPI.
+ */
+static bool
+JsTokenMacVerifies(const JsClaimToken *token, int32 *nonce)
+{
+	uint8		mac[JS_TOKEN_TAIL_LEN];
+	int			keyno;
+
+	/* the keys first: taking in an invalidation of them empties the memo */
+	if (JsLoadSecrets() > 0 && JsMacMemoHolds(token, nonce))
+		return true;
+	/* the cache holds at most JS_MAX_SECRETS keys: bounded loops */
+	for (keyno = 0; keyno < JsLoadSecrets(); keyno++)
+	{
+		JsComputeMac(keyno, token->job_id, token->generation, token->queue_id,
+					 JsTokenTailNonce(token), false, mac);
+		if (JsSameBytes(mac, token->tail + JS_TOKEN_NONCE_LEN, JS_TOKEN_MAC_LEN))
+		{
+			*nonce = (int32) JsTokenTailNonce(token);
+			/* signed elsewhere (or no longer kept), with the newest key */
+			if (keyno == 0)
+				JsMacMemoRemember(token, *nonce);
+			return true;
+		}
+	}
+	for (keyno = 0; keyno < JsLoadSecrets(); keyno++)
+	{
+		JsComputeMac(keyno, token->job_id, token->generation, token->queue_id,
+					 0, true, mac);
+		if (JsSameBytes(mac, token->tail, JS_TOKEN_TAIL_LEN))
+		{
+			*nonce = 0;
+			if (keyno == 0)
+				JsMacMemoRemember(token, 0);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The claim nonce a token stands for (JsTokenMacVerifies), for a token
+ * already checked; JS007 if it does not verify.  Needs SPI.
+ */
+int32
+JsTokenNonce(const JsClaimToken *token)
+{
+	int32		nonce;
+
+	if (!JsTokenMacVerifies(token, &nonce))
+		ereport(ERROR,
+				(errcode(ERRCODE_JS_INVALID_TOKEN),
+				 errmsg("claim token is not valid"),
+				 errdetail("The token's signature does not verify."),
+				 errhint("Use the token exactly as claim returned it.")));
+	return nonce;
+}
+
+/*
  * Name and privileges of a queue by its number, palloc'd in the caller's
  * context (the cache may be reset by any later catalog access).  Read
  * under the latest snapshot: a revoke that committed before this backend
@@ -327,7 +457,7 @@ JsTokenQueueMissing(int32 queue_id)
  * the cache when its invalidation arrives.
  */
 static const char *
-JsQueueNameAcl(int32 queue_id, Acl **acl)
+JsQueueNameAcl(int32 queue_id, Acl **acl, int *min_sync)
 {
 	JsQueueNameEntry *entry;
 	bool		found;
@@ -346,6 +476,7 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 		bool		isnull;
 		Datum		acl_datum;
 		Oid			relid;
+		char	   *floor;
 
 		if (JsExecuteLatest(JsQueueHasAcl() ? &queue_name_plan : &queue_name_plan_0_1,
 							&arg, NULL, 1) != 1)
@@ -354,6 +485,8 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 		acl_datum = JsGetDatumCopy(0, 2, &isnull);
 		*acl = isnull ? NULL : DatumGetAclPCopy(acl_datum);
 		relid = DatumGetObjectId(JsGetDatumCopy(0, 3, &isnull));
+		floor = JsGetText(0, 4);
+		*min_sync = floor != NULL ? JsSyncCommitLevel(floor) : -1;
 		/* the lookup may have reset the cache: look again */
 		if (js_queue_names == NULL)
 			return pstrdup(name);
@@ -361,6 +494,7 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 		if (!found)
 		{
 			entry->name = MemoryContextStrdup(JsCacheContext, name);
+			entry->min_sync = *min_sync;
 			entry->acl = NULL;
 			if (*acl != NULL)
 			{
@@ -371,6 +505,7 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
 		}
 		return pstrdup(name);
 	}
+	*min_sync = entry->min_sync;
 	*acl = NULL;
 	if (entry->acl != NULL)
 	{
@@ -385,9 +520,9 @@ JsQueueNameAcl(int32 queue_id, Acl **acl)
  * that holds no privilege on it, the answer of a queue that is gone.
  */
 static const char *
-JsTokenQueue(const JsClaimToken *token, Acl **acl)
+JsTokenQueue(const JsClaimToken *token, Acl **acl, int *min_sync)
 {
-	const char *queue = JsQueueNameAcl(token->queue_id, acl);
+	const char *queue = JsQueueNameAcl(token->queue_id, acl, min_sync);
 
 	if (!JsQueueVisible(*acl, GetOuterUserId()))
 		JsTokenQueueMissing(token->queue_id);
@@ -399,34 +534,21 @@ JsTokenQueue(const JsClaimToken *token, Acl **acl)
  * name and privileges.  Needs SPI.
  */
 static const char *
-JsTokenVerify(const JsClaimToken *token, Acl **acl)
+JsTokenVerify(const JsClaimToken *token, Acl **acl, int32 *nonce)
 {
-	uint8		mac[JS_TOKEN_MAC_LEN];
-	uint8		diff = 1;
-	int			keyno;
-	int			i;
+	const char *queue;
+	int			min_sync;
 
-	/* the keys first: taking in an invalidation of them empties the memo */
-	if (JsLoadSecrets() > 0 && JsMacMemoHolds(token))
-		return JsTokenQueue(token, acl);
-	/* the cache holds at most JS_MAX_SECRETS keys: a bounded loop */
-	for (keyno = 0; diff != 0 && keyno < JsLoadSecrets(); keyno++)
-	{
-		JsComputeMac(keyno, token->job_id, token->generation, token->queue_id, mac);
-		diff = 0;
-		for (i = 0; i < JS_TOKEN_MAC_LEN; i++)
-			diff |= mac[i] ^ token->mac[i];
-	}
-	/* signed elsewhere (or no longer kept), with the newest key */
-	if (diff == 0 && keyno == 1)
-		JsMacMemoRemember(token);
-	if (diff != 0)
+	if (!JsTokenMacVerifies(token, nonce))
 		ereport(ERROR,
 				(errcode(ERRCODE_JS_INVALID_TOKEN),
 				 errmsg("claim token is not valid"),
 				 errdetail("The token's signature does not verify."),
 				 errhint("Use the token exactly as claim returned it.")));
-	return JsTokenQueue(token, acl);
+	queue = JsTokenQueue(token, acl, &min_sync);
+	/* what a call under the claim writes commits as the queue requires */
+	JsRaiseSynchronousCommit(min_sync);
+	return queue;
 }
 
 /*
@@ -434,11 +556,11 @@ JsTokenVerify(const JsClaimToken *token, Acl **acl)
  * role's claim privilege on its queue (42501), and return its queue name.
  * Needs SPI.
  */
-const char *
-JsTokenCheck(const JsClaimToken *token)
+static const char *
+JsTokenCheckNonce(const JsClaimToken *token, int32 *nonce)
 {
 	Acl		   *acl;
-	const char *queue = JsTokenVerify(token, &acl);
+	const char *queue = JsTokenVerify(token, &acl, nonce);
 
 	/* a token is acted on only by a role that may claim from its queue */
 	JsRequireQueuePrivilege(queue, acl, JS_QUEUE_CLAIM);
@@ -450,11 +572,11 @@ JsTokenCheck(const JsClaimToken *token)
  * callback privilege of the token's queue will do (an external system
  * answering a job that waits for it holds only the latter).
  */
-const char *
-JsTokenCheckCallback(const JsClaimToken *token)
+static const char *
+JsTokenCheckCallbackNonce(const JsClaimToken *token, int32 *nonce)
 {
 	Acl		   *acl;
-	const char *queue = JsTokenVerify(token, &acl);
+	const char *queue = JsTokenVerify(token, &acl, nonce);
 
 	Oid			role = GetOuterUserId();
 
@@ -470,31 +592,58 @@ JsTokenCheckCallback(const JsClaimToken *token)
 	return queue;
 }
 
-/* the first three parameters of a fenced statement: $1 queue, $2 job id, $3 generation */
+const char *
+JsTokenCheck(const JsClaimToken *token)
+{
+	int32		nonce;
+
+	return JsTokenCheckNonce(token, &nonce);
+}
+
+const char *
+JsTokenCheckCallback(const JsClaimToken *token)
+{
+	int32		nonce;
+
+	return JsTokenCheckCallbackNonce(token, &nonce);
+}
+
+/*
+ * The first four parameters of a fenced statement: $1 queue, $2 job id,
+ * $3 generation, $4 the claim's nonce (token.h)
+ */
 static const char *
-JsFenceParams(const char *queue, const JsClaimToken *token, Datum *values)
+JsFenceParams(const char *queue, const JsClaimToken *token, int32 nonce,
+			  Datum *values)
 {
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = Int64GetDatum(token->job_id);
 	values[2] = Int32GetDatum(token->generation);
+	values[3] = Int32GetDatum(nonce);
 	return queue;
 }
 
 /*
- * Check a token (JsTokenCheck) and fill the first three parameters of a
+ * Check a token (JsTokenCheck) and fill the first four parameters of a
  * fenced statement.  Needs SPI.
  */
 const char *
 JsTokenFence(const JsClaimToken *token, Datum *values)
 {
-	return JsFenceParams(JsTokenCheck(token), token, values);
+	int32		nonce;
+	const char *queue = JsTokenCheckNonce(token, &nonce);
+
+	return JsFenceParams(queue, token, nonce, values);
 }
 
 /* JsTokenFence with JsTokenCheckCallback's privileges */
 const char *
 JsTokenFenceCallback(const JsClaimToken *token, Datum *values)
 {
-	return JsFenceParams(JsTokenCheckCallback(token), token, values);
+	int32		nonce;
+	const char *queue = JsTokenCheckCallbackNonce(token, &nonce);
+
+	return JsFenceParams(queue, token, nonce, values);
 }
 
 /*
@@ -510,7 +659,7 @@ JsTokenPack(const JsClaimToken *token, uint8 buf[32])
 	memcpy(buf, &id_be, 8);
 	memcpy(buf + 8, &gen_be, 4);
 	memcpy(buf + 12, &queue_be, 4);
-	memcpy(buf + 16, token->mac, JS_TOKEN_MAC_LEN);
+	memcpy(buf + 16, token->tail, JS_TOKEN_TAIL_LEN);
 }
 
 static JsClaimToken *
@@ -527,7 +676,7 @@ JsTokenUnpack(const uint8 buf[32])
 	token->job_id = (int64) pg_ntoh64(id_be);
 	token->generation = (int32) pg_ntoh32(gen_be);
 	token->queue_id = (int32) pg_ntoh32(queue_be);
-	memcpy(token->mac, buf + 16, JS_TOKEN_MAC_LEN);
+	memcpy(token->tail, buf + 16, JS_TOKEN_TAIL_LEN);
 	return token;
 }
 

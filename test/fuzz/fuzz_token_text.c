@@ -12,7 +12,7 @@
  *	- a refusal is SQLSTATE 22P02 (invalid_text_representation), never
  *	  an internal error;
  *	- accepted, the token holds the bytes the independent decoder reads
- *	  (job id, generation, queue big-endian, then the MAC);
+ *	  (job id, generation, queue big-endian, then the nonce and MAC);
  *	- out(in(s)) is s itself: one spelling per token;
  *	- recv(send(token)) is the same token, and send is 32 bytes.
  *
@@ -113,7 +113,7 @@ LLVMFuzzerTestOneInput(const uint8 *data, size_t size)
 	if ((uint64) token->job_id != JsFuzzBe(expect, 8) ||
 		(uint32) token->generation != (uint32) JsFuzzBe(expect + 8, 4) ||
 		(uint32) token->queue_id != (uint32) JsFuzzBe(expect + 12, 4) ||
-		memcmp(token->mac, expect + 16, JS_TOKEN_MAC_LEN) != 0)
+		memcmp(token->tail, expect + 16, JS_TOKEN_TAIL_LEN) != 0)
 		JsFuzzFail("\"%s\" decoded to job %lld generation %d queue %d, not its bytes",
 				   s, (long long) token->job_id, token->generation, token->queue_id);
 

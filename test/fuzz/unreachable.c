@@ -3,7 +3,8 @@
  * unreachable.c
  *	  Backend symbols that src/token.c and src/cron.c reference only on
  *	  paths the fuzz harnesses never take (SPI, the per-backend caches,
- *	  locks, the MAC, the queue privilege check, SQL argument detoasting,
+ *	  locks, the MAC, the queue privilege check, the durability floor,
+ *	  SQL argument detoasting,
  *	  interrupt processing).  Each aborts naming itself, so a harness
  *	  that strays there fails loudly instead of running a fake.  No
  *	  prototypes are included: these exist only to satisfy the linker.
@@ -28,6 +29,7 @@ JS_UNREACHABLE(AllocSetContextCreateInternal)
 JS_UNREACHABLE(CacheInvalidateRelcacheByRelid)
 JS_UNREACHABLE(CacheRegisterRelcacheCallback)
 JS_UNREACHABLE(GetOuterUserId)
+JS_UNREACHABLE(GetUserNameFromId)
 JS_UNREACHABLE(JsExecute)
 JS_UNREACHABLE(JsExecuteLatest)
 JS_UNREACHABLE(JsGetDatumCopy)
@@ -36,8 +38,10 @@ JS_UNREACHABLE(JsHashCreate)
 JS_UNREACHABLE(JsOwnRelid)
 JS_UNREACHABLE(JsQueueAllows)
 JS_UNREACHABLE(JsQueueHasAcl)
+JS_UNREACHABLE(JsRaiseSynchronousCommit)
 JS_UNREACHABLE(JsRefuseNull)
 JS_UNREACHABLE(JsRequireQueuePrivilege)
+JS_UNREACHABLE(JsSyncCommitLevel)
 JS_UNREACHABLE(LockRelationOid)
 JS_UNREACHABLE(MemoryContextAlloc)
 JS_UNREACHABLE(MemoryContextReset)

@@ -112,11 +112,12 @@ RESET ROLE;
 -- every mutating function is SECURITY DEFINER with a pinned search_path
 -- (wait is a procedure that only reads: it commits between its reads, which
 -- PostgreSQL allows only without SECURITY DEFINER and SET; wait.c reads as
--- the tables' owner and checks the caller's privileges itself)
+-- the tables' owner and checks the caller's privileges itself;
+-- wal_timeline only reads the server's WAL timeline)
 SELECT p.proname
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
  WHERE n.nspname = 'job_state' AND p.provolatile = 'v' AND p.prorettype <> 'trigger'::regtype
-   AND p.proname NOT IN ('new_secret', 'retry_delay', 'wait')
+   AND p.proname NOT IN ('new_secret', 'retry_delay', 'wait', 'wal_timeline')
    AND NOT (p.prosecdef AND p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'])
  ORDER BY 1;
 

@@ -27,7 +27,8 @@
 use strict;
 use warnings;
 
-use Digest::SHA;
+use Digest::SHA qw(hmac_sha256);
+use MIME::Base64 qw(encode_base64);
 use File::Basename qw(dirname);
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
@@ -384,6 +385,49 @@ is(sqlstate_of(qq{SELECT job_state.succeed('$token{stale}')}),
 	'JS001', 'a token stale before the update is still refused');
 is(sql(q{SELECT count(*) FROM job_state.slot WHERE job_id IS NOT NULL}),
 	'0', 'every slot was freed');
+
+# A token as the 0.1.0 library minted it: a 16-byte MAC of "job_state/1"
+# || id || generation || queue and no nonce.  It stands for nonce 0, the
+# claim_nonce of every row claimed before the update: accepted until the
+# job's next generation, whose claim draws a nonce.
+sub legacy_token
+{
+	my ($id, $generation, $queue_id) = @_;
+	my $key = pack('H*', sql(q{SELECT encode(key, 'hex') FROM job_state.secret
+		ORDER BY created_at DESC LIMIT 1}));
+	my $fields = pack('Q>l>l>', $id, $generation, $queue_id);
+	my $mac = substr(hmac_sha256('job_state/1' . $fields, $key), 0, 16);
+	my $b64 = encode_base64($fields . $mac, '');
+	$b64 =~ tr{+/}{-_};
+	$b64 =~ s/=+$//;
+	return $b64;
+}
+$job{legacy} = submit(q{'plain', '{"n": 20}', 'p20'});
+sql(qq{SET job_state.restore = on;
+	UPDATE job_state.job SET status = 'running', generation = 1, attempts = 1,
+		lease_expires_at = now() + interval '1 hour', started_at = now(), worker = 'w0'
+	 WHERE id = $job{legacy}});
+is(sql(qq{SELECT claim_nonce FROM job_state.job WHERE id = $job{legacy}}), '0',
+	'a job claimed before the update holds nonce 0');
+my $plain_id = sql(q{SELECT id FROM job_state.queue WHERE name = 'plain'});
+my $legacy = legacy_token($job{legacy}, 1, $plain_id);
+is(sqlstate_of(qq{SELECT job_state.assert_claim('$legacy')}), '',
+	'a token minted by the 0.1.0 library is accepted while its job holds nonce 0');
+is(sql(qq{SELECT cancel_requested FROM job_state.heartbeat('$legacy')}), 'f',
+	'and acts (heartbeat)');
+is(sql(qq{SELECT job_state.fail('$legacy', 'transient')}), 'accepted',
+	'and completes (fail)');
+my $reclaimed = sql(qq{SELECT token FROM job_state.claim('plain', 'w0')
+	 WHERE job_id = $job{legacy}});
+isnt(sql(qq{SELECT claim_nonce FROM job_state.job WHERE id = $job{legacy}}), '0',
+	'the next claim draws a nonce');
+my $legacy2 = legacy_token($job{legacy}, 2, $plain_id);
+is(sqlstate_of(qq{SELECT job_state.succeed('$legacy2')}), 'JS001',
+	'a 0.1.0-style token for a generation claimed after the update is refused');
+my $forged_legacy = legacy_token($job{legacy}, 2, $plain_id + 1);
+isnt(sqlstate_of(qq{SELECT job_state.succeed('$forged_legacy')}), '',
+	'a 0.1.0-style token of another queue is refused');
+sql(qq{SELECT job_state.succeed('$reclaimed')});
 
 # the worker that stayed connected across the update goes on in the same
 # backend
