@@ -68,7 +68,7 @@ static int	n_subxact = 0;
 
 static JsExitSub before_shmem_exit_subs[JS_DISPATCH_MAX];
 static int	n_before_shmem_exit = 0;
-static pid_t before_shmem_exit_pid = 0;
+static int	before_shmem_exit_pid = 0;	/* MyProcPid that registered */
 
 /* a subscriber more than the array holds: only a new caller could do it */
 static void
@@ -180,14 +180,16 @@ JsOnSubXact(SubXactCallback func)
 	subxact_subs[n_subxact++] = func;
 }
 
+/* last subscribed first; each is taken off before it runs, as ipc.c does */
 static void
 JsDispatchBeforeShmemExit(int code, Datum arg)
 {
-	/* the server pops its own list the same way, so a rerun skips the done */
-	while (--n_before_shmem_exit >= 0)
-		before_shmem_exit_subs[n_before_shmem_exit].func(code,
-														 before_shmem_exit_subs[n_before_shmem_exit].arg);
-	n_before_shmem_exit = 0;
+	while (n_before_shmem_exit > 0)
+	{
+		JsExitSub  *sub = &before_shmem_exit_subs[--n_before_shmem_exit];
+
+		sub->func(code, sub->arg);
+	}
 }
 
 void
