@@ -31,14 +31,22 @@
  * regress and isolation suites, with and without job_state in
  * shared_preload_libraries: at most 3, 26, 2, 5, 6, of which job_state's
  * dispatcher took 1 relcache and 1 syscache callback.  So the server takes
- * up to 2, 25, 2, 5, 6.  PostgreSQL 17 and 18 were not measured: their
- * counts are 15's plus a margin where their sources register more (the
- * syscache callbacks of new caches; the AIO subsystem's before_shmem_exit
- * entry in 18), so there the test leaves job_state one relcache slot and
- * at least one of the other kinds.  A suite that dies with "out of ...
- * slots" after a change that makes the server register more (a test that
- * uses a new kind of object) needs these numbers measured again; every
- * one can be overridden with the slot_hog.* settings to find them.
+ * up to 2, 25, 2, 5, 6.  Checked the other way: with one relcache or
+ * syscache callback more (slot_hog.relcache_callbacks = 8,
+ * slot_hog.syscache_callbacks = 39) the regress suite fails on 15 with
+ * "out of ... slots"; with one before_shmem_exit entry more (15) it still
+ * passes, as job_state takes none in a backend.
+ *
+ * PostgreSQL 17 and 18 were not measured.  Their relcache callbacks are
+ * 15's (the plan cache's and the type cache's), so there too job_state
+ * gets exactly one; for the other kinds the server's share is 15's plus a
+ * margin of 6 syscache callbacks and 2 entries of each exit list (18 adds
+ * the AIO subsystem's before_shmem_exit entry and the postmaster child
+ * slot's on_shmem_exit entry), so job_state gets at least one.  A suite
+ * that dies with "out of ... slots" on a major, or after a change that
+ * makes the server register more (a test that uses a new kind of object),
+ * needs these numbers measured again; every count can be overridden with
+ * the slot_hog.* settings to find them.
  *
  * The relcache and syscache arrays are inherited from the postmaster and
  * filled by whoever registers first; only their total counts, so it does
@@ -108,11 +116,10 @@ hog_exit_callback(int code, Datum arg)
 {
 }
 
+/* the server keeps desc, not a copy: a string constant */
 static void
-hog_define(const char *name, const char *what, int *value, int max)
+hog_define(const char *name, const char *desc, int *value, int max)
 {
-	char	   *desc = psprintf("How many %s slot_hog registers in each backend.", what);
-
 	DefineCustomIntVariable(name, desc, NULL, value, *value, 0, max,
 							PGC_SUSET, 0, NULL, NULL, NULL);
 }
@@ -122,15 +129,20 @@ _PG_init(void)
 {
 	int			i;
 
-	hog_define("slot_hog.relcache_callbacks", "relcache callbacks",
+	hog_define("slot_hog.relcache_callbacks",
+			   "How many relcache callbacks slot_hog registers.",
 			   &hog_relcache, HOG_RELCACHE_SLOTS);
-	hog_define("slot_hog.syscache_callbacks", "syscache callbacks",
+	hog_define("slot_hog.syscache_callbacks",
+			   "How many syscache callbacks slot_hog registers.",
 			   &hog_syscache, HOG_SYSCACHE_SLOTS);
-	hog_define("slot_hog.on_proc_exit", "on_proc_exit entries",
+	hog_define("slot_hog.on_proc_exit",
+			   "How many on_proc_exit entries slot_hog registers.",
 			   &hog_on_proc_exit, HOG_EXIT_SLOTS);
-	hog_define("slot_hog.before_shmem_exit", "before_shmem_exit entries",
+	hog_define("slot_hog.before_shmem_exit",
+			   "How many before_shmem_exit entries slot_hog registers.",
 			   &hog_before_shmem_exit, HOG_EXIT_SLOTS);
-	hog_define("slot_hog.on_shmem_exit", "on_shmem_exit entries",
+	hog_define("slot_hog.on_shmem_exit",
+			   "How many on_shmem_exit entries slot_hog registers.",
 			   &hog_on_shmem_exit, HOG_EXIT_SLOTS);
 	MarkGUCPrefixReserved("slot_hog");
 
