@@ -17,10 +17,11 @@
  * needs belongs here, beside before_shmem_exit.
  *
  * Invariants.  A kind is registered with the server when its first
- * subscriber comes, never before and never twice: a static flag per kind
- * (per cache for syscache), and for the exit lists the process that
- * registered, as a child of the postmaster starts with empty exit lists
- * (on_exit_reset) but a copy of every other array.  Subscribing a function
+ * subscriber comes, never before and never twice: when its array was
+ * empty (for syscache, held no subscriber of that cache), and for the
+ * exit list when the process is not the one that registered, as a child
+ * of the postmaster starts with empty exit lists (on_exit_reset) but a
+ * copy of every other array.  Subscribing a function
  * that is already subscribed does nothing, so a file may subscribe on
  * every first use.  The calls are in the order the server would make
  * them had each file registered itself: relcache and syscache callbacks
