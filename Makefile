@@ -2,6 +2,7 @@ EXTENSION = job_state
 MODULE_big = job_state
 OBJS = \
 	src/init.o \
+	src/dispatch.o \
 	src/job_state.o \
 	src/spi.o \
 	src/token.o \
@@ -75,19 +76,20 @@ include $(PGXS)
 # rebuilds exactly the objects that include it, directly or through
 # another header
 src/init.o: src/job_state.h src/errcodes.h src/claim_mark.h src/frontier.h src/bgworker.h src/waiter.h
+src/dispatch.o: src/dispatch.h
 src/job_state.o: src/job_state.h src/errcodes.h
 src/spi.o: src/job_state.h src/errcodes.h
-src/token.o: src/job_state.h src/errcodes.h src/tables.h src/token.h src/acl.h src/frontier.h
+src/token.o: src/job_state.h src/errcodes.h src/tables.h src/token.h src/acl.h src/frontier.h src/dispatch.h
 src/fsm.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h src/frontier.h
 src/job_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/slots.h src/frontier.h src/waiter.h
 src/event.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/frontier.h
-src/rowwrite.o: src/job_state.h src/errcodes.h src/rowwrite.h src/rowindex.h
-src/rowindex.o: src/job_state.h src/errcodes.h src/rowindex.h
+src/rowwrite.o: src/job_state.h src/errcodes.h src/rowwrite.h src/rowindex.h src/dispatch.h
+src/rowindex.o: src/job_state.h src/errcodes.h src/rowindex.h src/dispatch.h
 src/submit.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/acl.h src/bgworker.h src/frontier.h
 src/claim.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/take.h src/claim_mark.h src/frontier.h src/token.h src/acl.h
-src/claim_mark.o: src/job_state.h src/errcodes.h src/claim_mark.h src/frontier.h
+src/claim_mark.o: src/job_state.h src/errcodes.h src/claim_mark.h src/frontier.h src/dispatch.h
 src/lease_floor.o: src/job_state.h src/errcodes.h src/lease_floor.h
-src/frontier.o: src/job_state.h src/errcodes.h src/frontier.h
+src/frontier.o: src/job_state.h src/errcodes.h src/frontier.h src/dispatch.h
 src/take.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/rules.h src/take.h src/claim_mark.h src/frontier.h src/token.h src/lease_floor.h
 src/claim_limited.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/take.h src/claim_mark.h src/frontier.h
 src/lease.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/frontier.h
@@ -103,9 +105,9 @@ src/queue_trigger.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src
 src/resource.o: src/job_state.h src/errcodes.h src/tables.h src/slots.h src/frontier.h
 src/bucket.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/slots.h src/frontier.h
 src/sweeper.o: src/job_state.h src/errcodes.h src/tables.h src/rules.h src/cron.h src/bgworker.h src/frontier.h src/take.h src/claim_mark.h src/lease_floor.h
-src/notify.o: src/job_state.h src/errcodes.h src/bgworker.h src/waiter.h
+src/notify.o: src/job_state.h src/errcodes.h src/bgworker.h src/waiter.h src/dispatch.h
 src/bgworker.o: src/job_state.h src/errcodes.h src/bgworker.h
-src/waiter.o: src/job_state.h src/errcodes.h src/waiter.h
+src/waiter.o: src/job_state.h src/errcodes.h src/waiter.h src/dispatch.h
 src/wait.o: src/job_state.h src/errcodes.h src/tables.h src/frontier.h src/acl.h src/waiter.h
 src/cron.o: src/job_state.h src/errcodes.h src/cron.h
 src/schedule.o: src/job_state.h src/errcodes.h src/acl.h src/cron.h
@@ -117,7 +119,7 @@ src/namecheck.o: src/job_state.h src/errcodes.h
 src/drop_guard.o: src/job_state.h src/errcodes.h
 src/acl.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/acl.h src/frontier.h
 src/util.o: src/job_state.h src/errcodes.h
-src/tables.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/frontier.h src/lease_floor.h
+src/tables.o: src/job_state.h src/errcodes.h src/tables.h src/rowwrite.h src/frontier.h src/lease_floor.h src/dispatch.h
 
 # ---- release archive for PGXN --------------------------------------------
 # make dist: job_state-<version>.zip of the files tracked in git at HEAD,

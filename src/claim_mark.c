@@ -40,6 +40,7 @@
 
 #include "job_state.h"
 #include "claim_mark.h"
+#include "dispatch.h"
 
 /* queue names have at most 128 characters of at most 4 bytes */
 #define JS_MARK_KEY_LEN (128 * 4 + 1)
@@ -179,7 +180,7 @@ mark_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 void
 JsClaimMarkInit(void)
 {
-	CacheRegisterRelcacheCallback(mark_relcache_callback, (Datum) 0);
-	RegisterXactCallback(mark_xact_callback, NULL);
-	RegisterSubXactCallback(mark_subxact_callback, NULL);
+	JsOnRelcache(mark_relcache_callback);
+	JsOnXact(mark_xact_callback);
+	JsOnSubXact(mark_subxact_callback);
 }

@@ -88,6 +88,7 @@
 
 #include "job_state.h"
 #include "frontier.h"
+#include "dispatch.h"
 
 #define JS_FRONTIER_NAME "job_state frontiers"
 /* events a claim's proposal can look back over */
@@ -621,6 +622,6 @@ JsFrontierSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 void
 JsFrontierInit(void)
 {
-	RegisterXactCallback(JsFrontierXactCallback, NULL);
-	RegisterSubXactCallback(JsFrontierSubXactCallback, NULL);
+	JsOnXact(JsFrontierXactCallback);
+	JsOnSubXact(JsFrontierSubXactCallback);
 }

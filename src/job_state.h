@@ -6,7 +6,8 @@
  *	  (errcodes.h) and the global lock order.  Each family of files has its
  *	  own header besides: tables.h, rowwrite.h, rules.h, slots.h,
  *	  take.h, claim_mark.h, frontier.h, token.h, acl.h, cron.h,
- *	  bgworker.h, waiter.h;
+ *	  bgworker.h, waiter.h; dispatch.h, below them all, hands out the
+ *	  server's per-backend callbacks;
  *	  slots.h is not limits.h so as not to hide <limits.h> where src/ is an
  *	  include path (the fuzz build).
  *

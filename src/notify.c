@@ -70,6 +70,7 @@
 #include "bgworker.h"
 #include "tables.h"
 #include "waiter.h"
+#include "dispatch.h"
 
 #define JS_NOTIFIER_NAME "job_state notifier"
 #define JS_NOTIFIER_RESTART_SECS 5
@@ -113,7 +114,6 @@ typedef struct JsPendingQueue
 } JsPendingQueue;
 
 static List *xact_queues = NIL;
-static bool callbacks_registered = false;
 
 PGDLLEXPORT void js_notifier_main(Datum main_arg);
 
@@ -331,12 +331,8 @@ JsNotifyNewJob(const char *queue, const char *channel_key)
 		return;
 	}
 
-	if (!callbacks_registered)
-	{
-		RegisterXactCallback(JsNotifyXactCallback, NULL);
-		RegisterSubXactCallback(JsNotifySubXactCallback, NULL);
-		callbacks_registered = true;
-	}
+	JsOnXact(JsNotifyXactCallback);
+	JsOnSubXact(JsNotifySubXactCallback);
 
 	level = GetCurrentTransactionNestLevel();
 	foreach(lc, xact_queues)
@@ -454,7 +450,7 @@ js_notifier_main(Datum main_arg)
 	JsWorkerConnect(JS_NOTIFIER_NAME);
 
 	/* serve this database; wake every queue once for what was missed */
-	before_shmem_exit(JsNotifierDetach, (Datum) 0);
+	JsOnBeforeShmemExit(JsNotifierDetach, (Datum) 0);
 	LWLockAcquire(notify_shared->lock, LW_EXCLUSIVE);
 	notify_shared->dbid = MyDatabaseId;
 	notify_shared->latch = MyLatch;

@@ -58,6 +58,7 @@
 
 #include "job_state.h"
 #include "rowindex.h"
+#include "dispatch.h"
 
 typedef struct JsIndexEntry
 {
@@ -141,14 +142,9 @@ JsRetiredXactCallback(XactEvent event, void *arg)
 void
 JsRetireContext(MemoryContext context)
 {
-	static bool registered = false;
 	MemoryContext oldcontext;
 
-	if (!registered)
-	{
-		RegisterXactCallback(JsRetiredXactCallback, NULL);
-		registered = true;
-	}
+	JsOnXact(JsRetiredXactCallback);
 	MemoryContextSetParent(context, TopMemoryContext);
 	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
 	js_retired = lappend(js_retired, context);
@@ -161,7 +157,7 @@ JsIndexCacheInit(void)
 	js_index_cache = JsHashCreate("job_state index info", 16, sizeof(Oid),
 								  sizeof(JsIndexEntry), HASH_BLOBS,
 								  CacheMemoryContext);
-	CacheRegisterRelcacheCallback(JsIndexCacheInvalidate, (Datum) 0);
+	JsOnRelcache(JsIndexCacheInvalidate);
 }
 
 /* ExecPrepareQual and ExecPrepareExprList, in the current context */

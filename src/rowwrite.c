@@ -55,6 +55,7 @@
 #include "job_state.h"
 #include "rowindex.h"
 #include "rowwrite.h"
+#include "dispatch.h"
 
 /*
  * A server struct we allocate ourselves (see JS_STRUCT_ROOM in job_state.h):
@@ -515,7 +516,6 @@ typedef struct JsDefaults
 } JsDefaults;
 
 static JsDefaults js_defaults;
-static bool js_defaults_callback = false;
 
 static void
 JsDefaultsInvalidate(Datum arg, Oid relid)
@@ -533,11 +533,7 @@ JsDefaultsFor(Relation rel)
 	if (js_defaults.relid == RelationGetRelid(rel))
 		return &js_defaults;
 
-	if (!js_defaults_callback)
-	{
-		CacheRegisterRelcacheCallback(JsDefaultsInvalidate, (Datum) 0);
-		js_defaults_callback = true;
-	}
+	JsOnRelcache(JsDefaultsInvalidate);
 	/* a writer's loop over the old defaults may still be running */
 	if (js_defaults.context != NULL)
 		JsRetireContext(js_defaults.context);

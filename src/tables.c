@@ -50,6 +50,7 @@
 #include "lease_floor.h"
 #include "frontier.h"
 #include "rowwrite.h"
+#include "dispatch.h"
 
 /*
  * Whether job_state.queue has its acl column (0.2.0 added it): until
@@ -223,7 +224,7 @@ JsTablesNamespaceCallback(Datum arg, int cacheid, uint32 hashvalue)
 
 /*
  * The per-backend caches of this file, their memory and their callbacks
- * (one relcache callback for both: the server has room for few).
+ * (one relcache callback for both, subscribed through dispatch.c).
  */
 static void
 JsTablesCallbacks(void)
@@ -235,8 +236,8 @@ JsTablesCallbacks(void)
 	js_queue_cache_cxt = AllocSetContextCreate(CacheMemoryContext,
 											   "job_state queue options",
 											   ALLOCSET_SMALL_SIZES);
-	CacheRegisterRelcacheCallback(JsTablesRelcacheCallback, (Datum) 0);
-	CacheRegisterSyscacheCallback(NAMESPACEOID, JsTablesNamespaceCallback, (Datum) 0);
+	JsOnRelcache(JsTablesRelcacheCallback);
+	JsOnSyscache(NAMESPACEOID, JsTablesNamespaceCallback);
 	registered = true;
 }
 

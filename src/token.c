@@ -56,6 +56,7 @@
 #include "tables.h"
 #include "token.h"
 #include "acl.h"
+#include "dispatch.h"
 
 #define JS_TOKEN_TEXT_LEN	43	/* base64url of 32 bytes, no padding */
 #define JS_SECRET_LEN		32
@@ -91,7 +92,6 @@ static int	js_nsecrets = 0;
 static Oid	js_secret_relid = InvalidOid;
 static Oid	js_queue_relid = InvalidOid;
 static HTAB *js_queue_names = NULL;
-static bool js_callback_registered = false;
 
 /*
  * The MACs under the newest key of the tokens this backend minted or
@@ -182,11 +182,7 @@ JsCacheInit(void)
 		JsCacheContext = AllocSetContextCreate(CacheMemoryContext,
 											   "job_state cache",
 											   ALLOCSET_SMALL_SIZES);
-	if (!js_callback_registered)
-	{
-		CacheRegisterRelcacheCallback(JsRelcacheCallback, (Datum) 0);
-		js_callback_registered = true;
-	}
+	JsOnRelcache(JsRelcacheCallback);
 }
 
 /* load the keys into the cache; returns how many there are (at least 1) */

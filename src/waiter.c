@@ -70,6 +70,7 @@
 #include "job_state.h"
 #include "tables.h"
 #include "waiter.h"
+#include "dispatch.h"
 
 #define JS_WAITER_NAME "job_state waiters"
 #define JS_WAIT_SLOTS 128		/* a power of two */
@@ -290,8 +291,8 @@ JsWaiterSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 void
 JsWaiterInit(void)
 {
-	RegisterXactCallback(JsWaiterXactCallback, NULL);
-	RegisterSubXactCallback(JsWaiterSubXactCallback, NULL);
+	JsOnXact(JsWaiterXactCallback);
+	JsOnSubXact(JsWaiterSubXactCallback);
 }
 
 /*
