@@ -3,9 +3,8 @@
  * unreachable.c
  *	  Backend symbols that src/token.c and src/cron.c reference only on
  *	  paths the fuzz harnesses never take (SPI, the per-backend caches,
- *	  locks, the MAC, the queue privilege check, the durability floor,
- *	  SQL argument detoasting,
- *	  interrupt processing).  Each aborts naming itself, so a harness
+ *	  locks, the MAC, the queue privilege and visibility checks, the
+ *	  durability floor, SQL argument detoasting, interrupt processing).  Each aborts naming itself, so a harness
  *	  that strays there fails loudly instead of running a fake.  No
  *	  prototypes are included: these exist only to satisfy the linker.
  *
@@ -38,6 +37,7 @@ JS_UNREACHABLE(JsOnRelcache)
 JS_UNREACHABLE(JsOwnRelid)
 JS_UNREACHABLE(JsQueueAllows)
 JS_UNREACHABLE(JsQueueHasAcl)
+JS_UNREACHABLE(JsQueueVisible)
 JS_UNREACHABLE(JsRaiseSynchronousCommit)
 JS_UNREACHABLE(JsRefuseNull)
 JS_UNREACHABLE(JsRequireQueuePrivilege)
