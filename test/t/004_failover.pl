@@ -1,6 +1,9 @@
 # High availability: a committed job survives promotion of a streaming
 # standby, and tokens issued before the failover stay fenced by generation
 # (the MAC secret and the generations are replicated like any other row).
+# Both servers preload job_state: the background workers stay off while
+# the standby is in recovery and start on it once it is promoted.  A claim
+# the standby never received: test/t/018_lost_claim.pl.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -9,6 +12,10 @@ use Test::More;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'job_state'
+job_state.database = 'postgres'
+});
 $primary->start;
 $primary->safe_psql('postgres', q{
 	CREATE EXTENSION job_state;
@@ -44,10 +51,21 @@ like($err, qr/read-only/, 'a standby refuses completions');
 is($standby->safe_psql('postgres', q{SELECT count(*) FROM job_state.job}), '2',
 	'the standby has every job');
 
+my $workers = q{SELECT string_agg(backend_type, ',' ORDER BY backend_type)
+  FROM pg_stat_activity WHERE backend_type LIKE 'job_state %'};
+$primary->poll_query_until('postgres', $workers,
+	'job_state notifier,job_state sweeper')
+  or die 'the primary runs no sweeper and notifier';
+is($standby->safe_psql('postgres', $workers), '',
+	'no background worker of job_state runs on the standby in recovery');
+
 $primary->stop('immediate');
 $standby->promote;
 $standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
   or die 'standby was not promoted';
+ok($standby->poll_query_until('postgres', $workers,
+		'job_state notifier,job_state sweeper'),
+	'the sweeper and the notifier start on the promoted standby');
 
 is($standby->safe_psql('postgres',
 	q{SELECT string_agg(status || ':' || generation, ',' ORDER BY id) FROM job_state.job}),
