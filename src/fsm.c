@@ -86,7 +86,7 @@ bool		js_purging = false;
 /* set by take.c while claim starts the jobs whose slots it holds */
 bool		js_claim_starting = false;
 /* set by submit.c while the AFTER triggers of its rows fire */
-bool		js_submitting = false;
+JsSubmitting js_submitting = {NULL, 0, 0};
 
 #define A JS_ACCEPTED
 #define R JS_RUNNING

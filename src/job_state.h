@@ -102,11 +102,20 @@ typedef enum JsNotifyMode
 
 /*
  * fsm.c: set by purge() while it deletes; by take.c while claim starts jobs;
- * by submit.c while the AFTER triggers of its inserts fire (job_trigger.c)
+ * by submit.c while the AFTER triggers of its inserts fire (job_trigger.c):
+ * the queue and the range of ids the call inserted, so that only those rows
+ * pass over the raw-INSERT checks, not a row some other trigger inserts
+ * meanwhile
  */
 extern bool js_purging;
 extern bool js_claim_starting;
-extern bool js_submitting;
+typedef struct JsSubmitting
+{
+	const char *queue;			/* NULL: no submit's triggers are firing */
+	int64		min_id;
+	int64		max_id;
+} JsSubmitting;
+extern JsSubmitting js_submitting;
 
 /* spi.c: a trigger's statements, as the owner of the table it fires on */
 typedef struct JsSavedUser

@@ -107,8 +107,35 @@ JsReleaseJobSlots(const JsJobColumns *cols, TupleTableSlot *oldslot,
 }
 
 /*
+ * Whether the row is one the submit whose AFTER triggers are firing
+ * inserted (its queue, an id it drew): no other row, a trigger of the
+ * user's inserting one meanwhile included, passes over the raw-INSERT
+ * checks.
+ */
+static bool
+JsSubmitWrote(const JsJobColumns *cols, TupleTableSlot *slot)
+{
+	int64		id;
+	bool		isnull;
+	Datum		queue;
+	text	   *q;
+
+	if (js_submitting.queue == NULL)
+		return false;
+	id = JsTupleJobId(cols, slot);
+	if (id < js_submitting.min_id || id > js_submitting.max_id)
+		return false;
+	queue = slot_getattr(slot, cols->queue, &isnull);
+	if (isnull)
+		return false;
+	q = DatumGetTextPP(queue);
+	return VARSIZE_ANY_EXHDR(q) == strlen(js_submitting.queue) &&
+		memcmp(VARDATA_ANY(q), js_submitting.queue, VARSIZE_ANY_EXHDR(q)) == 0;
+}
+
+/*
  * A job row inserted by raw SQL (submit reads the queue and draws the id
- * itself, js_submitting): its queue must exist, as submit requires (JS008:
+ * itself, JsSubmitWrote): its queue must exist, as submit requires (JS008:
  * no claim, reconcile or redrive would ever find it, and a queue that has
  * jobs cannot be deleted), and its id must be one job_state.job_id_seq
  * gave and no job of another queue holds.  The primary key is (queue, id),
@@ -215,7 +242,7 @@ js_job_event_trigger(PG_FUNCTION_ARGS)
 
 	/* a row of raw SQL: its queue exists, its id is unique (a restore
 	 * replays job rows before queue rows: pg_dump orders them by name) */
-	if (oldslot == NULL && !js_restore && !js_submitting)
+	if (oldslot == NULL && !js_restore && !JsSubmitWrote(cols, newslot))
 	{
 		JsTriggerSpiConnect(trigdata->tg_relation, &saved_user);
 		JsCheckRawInsert(cols, newslot);

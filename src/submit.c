@@ -112,6 +112,8 @@ typedef struct JsSubmitter
 	bool	   *only_id;		/* every column set but id */
 	bool		spi;			/* connected for key lookups */
 	bool		created;		/* a job was created: notify */
+	int64		min_id;			/* the ids of the jobs created, if any */
+	int64		max_id;
 } JsSubmitter;
 
 static void
@@ -262,6 +264,10 @@ JsSubmitRow(JsSubmitter *s, JsSubmitJob *job, bool raise_conflict,
 		{
 			*job_id = DatumGetInt64(slot_getattr(s->slot, cols->id, &isnull));
 			*status = slot_getattr(s->slot, cols->status, &isnull);
+			if (!s->created || *job_id < s->min_id)
+				s->min_id = *job_id;
+			if (!s->created || *job_id > s->max_id)
+				s->max_id = *job_id;
 			s->created = true;
 			return JS_SUBMIT_CREATED;
 		}
@@ -320,14 +326,19 @@ JsSubmitEnd(JsSubmitter *s)
 	if (s->spi)
 		SPI_finish();
 	/* its rows' AFTER triggers fire: the queue was read, the ids drawn */
-	js_submitting = true;
+	if (s->created)
+	{
+		js_submitting.queue = s->queue_name;
+		js_submitting.min_id = s->min_id;
+		js_submitting.max_id = s->max_id;
+	}
 	PG_TRY();
 	{
 		JsRowWriterEnd(&s->w);
 	}
 	PG_FINALLY();
 	{
-		js_submitting = false;
+		js_submitting.queue = NULL;
 	}
 	PG_END_TRY();
 	PopActiveSnapshot();

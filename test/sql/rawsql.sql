@@ -308,3 +308,16 @@ SELECT queue, unknown FROM job_state.queue_stats WHERE queue IN ('raw_cols', 'ra
 UPDATE job_state.job SET status = 'failed' WHERE id = :d1 AND status = 'unknown';
 SELECT job_state.purge('0 s') >= 2 AS purged;
 SELECT count(*) AS left_of_d1 FROM job_state.job WHERE id = :d1;
+-- only the rows a submit inserted pass over the raw-INSERT checks while
+-- its AFTER triggers fire: a row a trigger of the user's inserts then, into
+-- a queue that does not exist, is refused as any raw INSERT is
+CREATE FUNCTION pg_temp.plant() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO job_state.job (queue, input) VALUES ('raw_nowhere', '{}');
+	RETURN NULL;
+END $$;
+CREATE TRIGGER plant AFTER INSERT ON job_state.job
+	FOR EACH ROW WHEN (NEW.queue = 'raw') EXECUTE FUNCTION pg_temp.plant();
+SELECT created FROM job_state.submit('raw', '{"n": "planted"}');
+DROP TRIGGER plant ON job_state.job;
+SELECT count(*) AS planted FROM job_state.job WHERE queue = 'raw_nowhere';
